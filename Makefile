@@ -1,0 +1,50 @@
+# Two commands: `make demo` (embedded defaults) and `make test` (the whole suite).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PG_DSN ?= postgres://postgres@127.0.0.1:5432/jobplatform
+
+# Django 6.1 needs Python 3.12 or newer: the first one found wins.
+PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
+	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
+
+.PHONY: demo test venv postgres chromium lint format bench clean
+
+$(VENV)/.installed: requirements.txt
+	@if [ -z "$(PYTHON)" ]; then echo "No Python 3.12 or newer found (tried python3.13, python3.12, pyenv). Install one and retry." >&2; exit 1; fi
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+venv: $(VENV)/.installed
+
+postgres:
+	@scripts/ensure-postgres.sh
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { echo "Installing Debian's chromium for the browser tests…"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| echo "Could not install chromium; browser tests will be skipped." >&2; }
+
+demo: venv
+	$(PY) manage.py migrate --verbosity 0
+	$(PY) manage.py demo
+
+test: venv postgres chromium
+	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0
+	DATABASE_URL=$(PG_DSN) $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: venv postgres
+	DATABASE_URL=$(PG_DSN) $(PY) bench/throughput.py
+
+clean:
+	rm -rf $(VENV) var tests/artifacts

@@ -1,0 +1,83 @@
+"""Typed reading of environment settings that fails loudly.
+
+django-environ does the parsing; this module turns its errors (and values out of range)
+into ImproperlyConfigured naming the variable, so a bad setting stops start-up with a
+message that says which one and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+env = environ.Env()
+
+_MISSING = object()
+
+
+def _read(name: str, cast: Callable[..., Any], default: Any, kind: str) -> Any:
+    try:
+        return cast(name, default=default)
+    except (ValueError, TypeError) as exc:
+        raise ImproperlyConfigured(
+            f"Setting {name} must be {kind}, got {env.str(name)!r} ({exc})."
+        ) from None
+
+
+def number(name: str, default: float, *, minimum: float = 0.0) -> float:
+    """A float setting (seconds, ratios), at least ``minimum``."""
+    value = _read(name, env.float, default, "a number")
+    if value < minimum:
+        raise ImproperlyConfigured(f"Setting {name} must be at least {minimum}, got {value}.")
+    return value
+
+
+def integer(name: str, default: int, *, minimum: int = 0) -> int:
+    """An int setting, at least ``minimum``."""
+    value = _read(name, env.int, default, "a whole number")
+    if value < minimum:
+        raise ImproperlyConfigured(f"Setting {name} must be at least {minimum}, got {value}.")
+    return value
+
+
+def flag(name: str, default: bool) -> bool:
+    raw = env.str(name, default="")
+    if raw == "":
+        return default
+    if raw.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if raw.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"Setting {name} must be true or false, got {raw!r}.")
+
+
+def text(name: str, default: str = "") -> str:
+    return env.str(name, default=default)
+
+
+def choice(name: str, default: str, choices: Iterable[str]) -> str:
+    allowed = tuple(choices)
+    value = env.str(name, default=default)
+    if value not in allowed:
+        raise ImproperlyConfigured(
+            f"Setting {name} must be one of {', '.join(allowed)}, got {value!r}."
+        )
+    return value
+
+
+def words(name: str, default: str = "") -> list[str]:
+    return [part for part in env.list(name, default=default.split(",")) if part]
+
+
+def database(name: str, default: str) -> dict[str, Any]:
+    raw = env.str(name, default=default)
+    try:
+        config = environ.Env.db_url_config(raw)
+    except Exception as exc:  # django-environ raises several types for a bad URL
+        raise ImproperlyConfigured(f"Setting {name} is not a database URL: {raw!r} ({exc}).") from None
+    if not config.get("ENGINE"):
+        raise ImproperlyConfigured(f"Setting {name} names an unknown database scheme: {raw!r}.")
+    return config

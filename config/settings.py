@@ -1,0 +1,125 @@
+"""Settings, read from the environment through django-environ (see config/env.py).
+
+With no environment at all this runs on the embedded defaults: a SQLite file and a local
+folder under ``var/``, and the local rules classifier. Production sets ``DATABASE_URL`` to
+PostgreSQL, ``BLOB_STORAGE=s3`` and ``MODEL_PROVIDER=bedrock``.
+"""
+
+from pathlib import Path
+
+from config import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env.text("VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env.flag("DEBUG", False)
+SECRET_KEY = env.text("SECRET_KEY", "insecure-embedded-default-key-set-SECRET_KEY-in-production")
+ALLOWED_HOSTS = env.words("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_q",
+    "jobs",
+    "pipeline",
+    "workspaces",
+    *env.words("EXTRA_APPS"),
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------
+DATABASES = {"default": env.database("DATABASE_URL", f"sqlite:///{VAR_DIR / 'platform.sqlite3'}")}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    # IMMEDIATE takes SQLite's write lock at BEGIN, so two workers claiming at once
+    # serialise instead of failing with "database is locked" half-way through a claim.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = env.integer("DB_CONN_MAX_AGE", 60)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth, i18n, static ---------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+LOGIN_URL = "admin:login"
+
+# --- Job engine -----------------------------------------------------------------------
+JOBS_POLL_INTERVAL = env.number("JOBS_POLL_INTERVAL", 1.0, minimum=0.01)
+JOBS_HEARTBEAT_INTERVAL = env.number("JOBS_HEARTBEAT_INTERVAL", 15.0, minimum=0.1)
+JOBS_REAP_AFTER = env.number("JOBS_REAP_AFTER", 300.0, minimum=0.1)
+JOBS_WORKER_LEASE = env.number("JOBS_WORKER_LEASE", 60.0, minimum=0.1)
+JOBS_SHUTDOWN_TIMEOUT = env.number("JOBS_SHUTDOWN_TIMEOUT", 120.0)
+JOBS_PROGRESS_INTERVAL = env.number("JOBS_PROGRESS_INTERVAL", 0.5)
+JOBS_PREFETCH_WINDOW = env.number("JOBS_PREFETCH_WINDOW", 0.02)
+JOBS_MAX_PREFETCH = env.integer("JOBS_MAX_PREFETCH", 32)
+JOBS_ACK_BATCH = env.integer("JOBS_ACK_BATCH", 32, minimum=1)
+JOBS_KEEP_FINISHED_DAYS = env.number("JOBS_KEEP_FINISHED_DAYS", 14.0)
+JOBS_PRUNE_BATCH = env.integer("JOBS_PRUNE_BATCH", 5000, minimum=1)
+JOBS_CLOUDWATCH_NAMESPACE = env.text("JOBS_CLOUDWATCH_NAMESPACE", "")
+AWS_REGION = env.text("AWS_REGION", "eu-central-1")
+AWS_ENDPOINT_URL = env.text("AWS_ENDPOINT_URL", "")
+
+# --- django-q2 (optional scheduler for the timers) -------------------------------------
+Q_CLUSTER = {
+    "name": "platform",
+    "orm": "default",
+    "workers": 1,
+    "timeout": 600,
+    "retry": 900,
+    "catch_up": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

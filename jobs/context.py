@@ -1,0 +1,27 @@
+"""What a running handler gets as its first argument."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+logger = logging.getLogger("jobs.handler")
+
+
+@dataclass
+class JobContext:
+    job_id: int
+    type_name: str
+    attempt: int
+    max_attempts: int
+    worker: str
+    report: Callable[[int, str], None] = field(default=lambda percent, message: None, repr=False)
+
+    @property
+    def is_last_attempt(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+    def progress(self, percent: float, message: str = "") -> None:
+        """Report how far the job is; the admin page shows it live (writes are throttled)."""
+        self.report(max(0, min(100, int(percent))), message)

@@ -1,0 +1,60 @@
+"""``manage.py runworker``: run jobs until stopped (or, with --burst, until none is due)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from jobs import registry
+from jobs.worker.supervisor import Supervisor, WorkerOptions
+
+
+def parse_lane(spec: str) -> tuple[list[str], int]:
+    """``ai:2`` → (["ai"], 2); ``default`` → (["default"], 1)."""
+    name, _, slots = spec.partition(":")
+    if not name or (slots and not slots.isdigit()) or slots == "0":
+        raise CommandError(f"--queue expects NAME or NAME:SLOTS with SLOTS ≥ 1, got {spec!r}.")
+    return [name], int(slots or 1)
+
+
+class Command(BaseCommand):
+    help = "Run background jobs in a pool of child processes."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--queue",
+            action="append",
+            default=[],
+            metavar="NAME:SLOTS",
+            help="A queue with its own slots (repeatable). Default: every queue, sharing --concurrency slots.",
+        )
+        parser.add_argument("--concurrency", type=int, default=2, help="Child processes when no --queue is given.")
+        parser.add_argument("--name", help="Worker name (default host:pid); a restart under the same name requeues its jobs.")
+        parser.add_argument("--burst", action="store_true", help="Run what is due, then exit.")
+        parser.add_argument("--shutdown-timeout", type=float, default=None, help="Seconds running jobs get after SIGTERM.")
+        parser.add_argument("--poll-interval", type=float, default=None, help="Seconds between polls when no NOTIFY arrives.")
+
+    def handle(self, *args, **options) -> None:
+        known = registry.queues()
+        if options["queue"]:
+            lanes = [parse_lane(spec) for spec in options["queue"]]
+            unknown = sorted({queue for queues, _ in lanes for queue in queues} - set(known))
+            if unknown:
+                raise CommandError(f"Unknown queue {', '.join(unknown)}; known queues: {', '.join(known) or 'none'}.")
+        else:
+            if options["concurrency"] < 1:
+                raise CommandError("--concurrency must be at least 1.")
+            if not known:
+                raise CommandError("No job types are registered; nothing to run.")
+            lanes = [(known, options["concurrency"])]
+        worker_options = WorkerOptions(
+            lanes=lanes,
+            burst=options["burst"],
+            shutdown_timeout=(
+                options["shutdown_timeout"] if options["shutdown_timeout"] is not None else settings.JOBS_SHUTDOWN_TIMEOUT
+            ),
+            poll_interval=options["poll_interval"] or settings.JOBS_POLL_INTERVAL,
+        )
+        if options["name"]:
+            worker_options.name = options["name"]
+        Supervisor(worker_options).run()

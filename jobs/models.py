@@ -1,0 +1,133 @@
+"""The engine's tables: jobs, their failed tries (the audit trail) and the worker registry.
+
+Only fields and small helpers live here; every status change goes through ``jobs.store``.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+from jobs.registry import PRIORITIES
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+
+class Priority(models.IntegerChoices):
+    CRITICAL = PRIORITIES["critical"], "critical"
+    HIGH = PRIORITIES["high"], "high"
+    NORMAL = PRIORITIES["normal"], "normal"
+    LOW = PRIORITIES["low"], "low"
+
+
+class Job(models.Model):
+    type = models.CharField(max_length=100)
+    queue = models.CharField(max_length=50)
+    priority = models.SmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    payload = models.JSONField(default=dict, blank=True)
+    dedupe_key = models.CharField(max_length=255, null=True, blank=True)
+    run_at = models.DateTimeField(db_default=Now())
+    attempts = models.PositiveSmallIntegerField(default=0)
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    created_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    locked_by = models.CharField(max_length=200, null=True, blank=True)
+    progress = models.SmallIntegerField(null=True, blank=True)
+    progress_message = models.CharField(max_length=500, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    message = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        db_table = "jobs_job"
+        permissions = [("view_jobs", "Can view the background jobs page")]
+        indexes = [
+            # The claim: next due job of some queues by priority, run_at, id. Partial, so a
+            # million finished rows add nothing to it.
+            models.Index(
+                fields=["queue", "priority", "run_at", "id"],
+                condition=models.Q(status="queued"),
+                name="jobs_claim",
+            ),
+            # Heartbeats (by worker) and the reaper (stale heartbeats): running rows only.
+            models.Index(
+                fields=["locked_by", "heartbeat_at"],
+                condition=models.Q(status="running"),
+                name="jobs_running",
+            ),
+            # The admin page's status filter, newest first; pruning walks it oldest first.
+            models.Index(fields=["status", "id"], name="jobs_status_id"),
+        ]
+        constraints = [
+            # At most one queued-or-running job per (type, dedupe_key): enqueue relies on it.
+            models.UniqueConstraint(
+                fields=["type", "dedupe_key"],
+                condition=models.Q(status__in=["queued", "running"], dedupe_key__isnull=False),
+                name="jobs_dedupe_active",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.pk}"
+
+    @property
+    def priority_name(self) -> str:
+        return Priority(self.priority).label
+
+    @property
+    def duration(self):
+        if self.started_at and self.finished_at:
+            return self.finished_at - self.started_at
+        return None
+
+
+class JobAttempt(models.Model):
+    """One failed try of a job (successes are the job row itself): the audit trail."""
+
+    job = models.ForeignKey(Job, on_delete=models.DB_CASCADE, related_name="failed_attempts")
+    type = models.CharField(max_length=100)
+    attempt = models.PositiveSmallIntegerField()
+    worker = models.CharField(max_length=200, blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(db_default=Now())
+    error_class = models.CharField(max_length=200)
+    error = models.TextField(blank=True, default="")
+    traceback = models.TextField(blank=True, default="")
+    outcome = models.CharField(max_length=10, help_text="What followed: queued (retry) or failed.")
+
+    class Meta:
+        db_table = "jobs_attempt"
+        ordering = ["job_id", "attempt", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.job_id} try {self.attempt}: {self.error_class}"
+
+
+class Worker(models.Model):
+    """One row per ``runworker`` process; ``last_seen`` is its heartbeat."""
+
+    name = models.CharField(max_length=200, unique=True)
+    host = models.CharField(max_length=200)
+    pid = models.IntegerField()
+    queues = models.JSONField(default=list)
+    started_at = models.DateTimeField(db_default=Now())
+    last_seen = models.DateTimeField(db_default=Now())
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "jobs_worker"
+
+    def __str__(self) -> str:
+        return self.name

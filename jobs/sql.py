@@ -1,0 +1,72 @@
+"""The raw statements of the hot path, PostgreSQL only, kept in one place.
+
+Each one replaces two or three ORM round trips (select ids, update, re-read) with a single
+statement; ``bench/throughput.py`` measures the difference. Everything else in the engine
+goes through the ORM. ``jobs.store`` picks these when the connection is PostgreSQL.
+"""
+
+CHANNEL = "jobs"
+
+# Locks up to %(limit)s due, queued rows of the worker's queues in claim order, skipping
+# rows another worker holds, and marks them running under this worker in the same
+# statement, so the lock lives only as long as this one UPDATE. Served by the partial
+# index ``jobs_claim``. The payload goes out as text: the child process parses it.
+CLAIM = """
+UPDATE jobs_job
+   SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
+       started_at = now(), heartbeat_at = now(), finished_at = NULL,
+       progress = NULL, progress_message = ''
+ WHERE id IN (
+        SELECT id FROM jobs_job
+         WHERE status = 'queued' AND queue = ANY(%(queues)s) AND run_at <= now()
+         ORDER BY priority, run_at, id
+         LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED)
+RETURNING id, type, payload::text, attempts, max_attempts
+"""
+
+# Marks many jobs succeeded in one statement, fenced: a row counts only while it is still
+# running under this worker and the same attempt (a reaped job's late result is dropped).
+COMPLETE = """
+UPDATE jobs_job AS j
+   SET status = 'succeeded', finished_at = now(), progress = 100, error = ''
+  FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS done(id, attempt)
+ WHERE j.id = done.id AND j.attempts = done.attempt
+   AND j.status = 'running' AND j.locked_by = %(worker)s
+RETURNING j.id
+"""
+
+# Bulk enqueue: one INSERT for a whole batch of payloads (given as JSON text). The partial
+# unique index ``jobs_dedupe_active`` turns a duplicate active dedupe key into a no-op.
+INSERT_MANY = """
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
+                      attempts, max_attempts, progress_message, error, message)
+SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.dedupe_key,
+       COALESCE(%(run_at)s, now()), 0, %(max_attempts)s, '', '', ''
+  FROM unnest(%(payloads)s::text[], %(dedupe_keys)s::text[]) AS item(payload, dedupe_key)
+    ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
+    DO NOTHING
+"""
+
+# Enqueue wakes idle workers: a statement-level trigger sends one NOTIFY per queue that
+# received due jobs. PostgreSQL delivers it at commit, so a rolled-back enqueue wakes no one.
+CREATE_NOTIFY_TRIGGER = f"""
+CREATE OR REPLACE FUNCTION jobs_notify_enqueued() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('{CHANNEL}', queue)
+       FROM (SELECT DISTINCT queue FROM new_jobs
+              WHERE status = 'queued' AND run_at <= now()) AS due;
+    RETURN NULL;
+END
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS jobs_notify_enqueued ON jobs_job;
+CREATE TRIGGER jobs_notify_enqueued
+    AFTER INSERT ON jobs_job
+    REFERENCING NEW TABLE AS new_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION jobs_notify_enqueued();
+"""
+
+DROP_NOTIFY_TRIGGER = """
+DROP TRIGGER IF EXISTS jobs_notify_enqueued ON jobs_job;
+DROP FUNCTION IF EXISTS jobs_notify_enqueued();
+"""

@@ -1,0 +1,516 @@
+"""The only code that changes a job's status: one function per verb.
+
+enqueue, enqueue_many, claim, complete, fail, release, heartbeat, set_progress, cancel,
+retry, reap, recover_worker, prune. The worker calls these; it never writes SQL itself.
+
+Every fenced verb (complete, fail, release, set_progress) applies only while the job is
+still running under the same worker and attempt, so a late result of a job that the reaper
+took back is dropped, never applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from jobs import registry, sql
+from jobs.errors import InvalidPayload, InvalidTransition, UnknownJobType
+from jobs.models import ACTIVE, FINISHED, Job, JobAttempt, Status, Worker
+
+logger = logging.getLogger("jobs.store")
+
+REQUEUED_BY_ADMIN = "Requeued by an administrator."
+REQUEUED_AFTER_RESTART = "Requeued after a worker restart."
+BUDGET_EXHAUSTED = "Worker died and the retry budget is exhausted."
+REQUEUED_AT_SHUTDOWN = "Stopped at worker shutdown and requeued."
+CANCELLED = "Cancelled."
+
+
+class ClaimedJob(NamedTuple):
+    """A claimed job as the worker needs it: no model instance in the hot loop."""
+
+    id: int
+    type: str
+    payload: str  # JSON text, parsed by the child process that runs it
+    attempt: int
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What went wrong in one try."""
+
+    error_class: str
+    message: str
+    traceback: str = ""
+    retryable: bool = True
+
+    @property
+    def text(self) -> str:
+        return f"{self.error_class}: {self.message}" if self.message else self.error_class
+
+
+def _on_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _payload_text(payload: Any) -> str:
+    if not isinstance(payload, dict):
+        raise InvalidPayload(f"The payload must be a dict of JSON values, got {type(payload).__name__}.")
+    try:
+        return json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidPayload(f"The payload is not JSON-safe: {exc}.") from None
+
+
+def notify(queues: Iterable[str]) -> None:
+    """Wake idle workers of these queues (at commit). Enqueue does it by trigger."""
+    if not _on_postgres():
+        return
+    with connection.cursor() as cursor:
+        for queue in sorted(set(queues)):
+            cursor.execute("SELECT pg_notify(%s, %s)", [sql.CHANNEL, queue])
+
+
+# --- enqueue ------------------------------------------------------------------------------
+
+
+def enqueue(
+    type_name: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    priority: str | None = None,
+    run_at: datetime | None = None,
+    dedupe_key: str | None = None,
+) -> Job:
+    """Add a job in the caller's transaction (commit makes it visible, rollback drops it).
+
+    With a ``dedupe_key``, a queued or running job of the same type and key is returned
+    instead of adding a second one; the database's partial unique index decides races.
+    """
+    job_type = registry.get(type_name)
+    payload = {} if payload is None else payload
+    _payload_text(payload)
+    fields: dict[str, Any] = {
+        "type": job_type.name,
+        "queue": job_type.queue,
+        "priority": registry.priority_value(priority or job_type.priority),
+        "payload": payload,
+        "max_attempts": job_type.attempts,
+        "dedupe_key": dedupe_key,
+    }
+    if run_at is not None:
+        fields["run_at"] = run_at
+    if dedupe_key is None:
+        return Job.objects.create(**fields)
+    # A concurrent twin may commit between our insert and our lookup, or finish between
+    # the lookup and a new insert: a few rounds settle it.
+    for _ in range(5):
+        try:
+            with transaction.atomic():  # a savepoint when the caller has a transaction
+                return Job.objects.create(**fields)
+        except IntegrityError:
+            existing = Job.objects.filter(
+                type=job_type.name, dedupe_key=dedupe_key, status__in=ACTIVE
+            ).first()
+            if existing is not None:
+                return existing
+    raise IntegrityError(f"Could not enqueue {type_name} with dedupe key {dedupe_key!r}.")
+
+
+def enqueue_many(
+    type_name: str,
+    payloads: Iterable[dict[str, Any]],
+    *,
+    priority: str | None = None,
+    run_at: datetime | None = None,
+    dedupe_keys: Sequence[str | None] | None = None,
+    batch_size: int = 10_000,
+) -> int:
+    """Add many jobs of one type in a few statements; returns how many were added.
+
+    Rows whose dedupe key is already active are skipped.
+    """
+    job_type = registry.get(type_name)
+    texts = [_payload_text(payload) for payload in payloads]
+    keys = list(dedupe_keys) if dedupe_keys is not None else [None] * len(texts)
+    if len(keys) != len(texts):
+        raise ValueError("dedupe_keys must have one entry per payload.")
+    priority_number = registry.priority_value(priority or job_type.priority)
+    added = 0
+    for start in range(0, len(texts), batch_size):
+        chunk, chunk_keys = texts[start : start + batch_size], keys[start : start + batch_size]
+        if _on_postgres():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    sql.INSERT_MANY,
+                    {
+                        "type": job_type.name,
+                        "queue": job_type.queue,
+                        "priority": priority_number,
+                        "run_at": run_at,
+                        "max_attempts": job_type.attempts,
+                        "payloads": chunk,
+                        "dedupe_keys": chunk_keys,
+                    },
+                )
+                added += cursor.rowcount
+        else:
+            rows = [
+                Job(
+                    type=job_type.name,
+                    queue=job_type.queue,
+                    priority=priority_number,
+                    payload=json.loads(text),
+                    dedupe_key=key,
+                    max_attempts=job_type.attempts,
+                    run_at=run_at or timezone.now(),
+                )
+                for text, key in zip(chunk, chunk_keys, strict=True)
+            ]
+            before = Job.objects.count()
+            Job.objects.bulk_create(rows, ignore_conflicts=True)
+            added += Job.objects.count() - before
+    return added
+
+
+# --- claim and finish ---------------------------------------------------------------------
+
+
+def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order."""
+    if limit <= 0 or not queues:
+        return []
+    if _on_postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(sql.CLAIM, {"worker": worker, "queues": list(queues), "limit": limit})
+            rows = cursor.fetchall()
+        # RETURNING gives no order; hand jobs out in claim order.
+        return [ClaimedJob(*row) for row in rows]
+    # Portable path (SQLite): the IMMEDIATE transaction serialises claimers, so the
+    # select-then-update pair cannot hand one job to two workers.
+    with transaction.atomic():
+        ids = list(
+            Job.objects.select_for_update(skip_locked=True)
+            .filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
+            .order_by("priority", "run_at", "id")
+            .values_list("id", flat=True)[:limit]
+        )
+        if not ids:
+            return []
+        Job.objects.filter(id__in=ids).update(
+            status=Status.RUNNING,
+            attempts=F("attempts") + 1,
+            locked_by=worker,
+            started_at=Now(),
+            heartbeat_at=Now(),
+            finished_at=None,
+            progress=None,
+            progress_message="",
+        )
+        rows = Job.objects.filter(id__in=ids).order_by("priority", "run_at", "id")
+        return [
+            ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts)
+            for job in rows
+        ]
+
+
+def complete(worker: str, done: Sequence[tuple[int, int]]) -> list[int]:
+    """Mark ``(job id, attempt)`` pairs succeeded; returns the ids that applied.
+
+    Ids missing from the result were no longer running under this worker and attempt:
+    their late result is dropped and logged.
+    """
+    if not done:
+        return []
+    ids = [job_id for job_id, _ in done]
+    if _on_postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.COMPLETE,
+                {"ids": ids, "attempts": [attempt for _, attempt in done], "worker": worker},
+            )
+            applied = [row[0] for row in cursor.fetchall()]
+    else:
+        applied = []
+        with transaction.atomic():
+            for job_id, attempt in done:
+                if _fenced(worker, job_id, attempt).update(
+                    status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
+                ):
+                    applied.append(job_id)
+    if len(applied) != len(done):
+        dropped = sorted(set(ids) - set(applied))
+        logger.warning("Dropped late results of jobs %s: no longer running under %s.", dropped, worker)
+    return applied
+
+
+def _fenced(worker: str, job_id: int, attempt: int):
+    return Job.objects.filter(id=job_id, attempts=attempt, locked_by=worker, status=Status.RUNNING)
+
+
+def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None:
+    """Record a failed try; the job is queued again after its backoff, or fails for good.
+
+    Returns the job's new status, or None when the result was fenced off.
+    """
+    with transaction.atomic():
+        # Locks the one job row until the attempt is recorded.
+        job = _fenced(worker, job_id, attempt).select_for_update().first()
+        if job is None:
+            logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
+            return None
+        try:
+            job_type = registry.get(job.type)
+        except UnknownJobType:
+            job_type = None
+        retry = failure.retryable and job_type is not None and job.attempts < job.max_attempts
+        now = timezone.now()
+        job.error = failure.text
+        if retry:
+            job.status = Status.QUEUED
+            job.run_at = now + timedelta(seconds=job_type.delay_after(job.attempts))
+            job.heartbeat_at = None
+        else:
+            job.status = Status.FAILED
+            job.finished_at = now
+        job.save(update_fields=["status", "error", "run_at", "heartbeat_at", "finished_at"])
+        _record_attempt(job, worker, failure)
+    return job.status
+
+
+def _record_attempt(job: Job, worker: str, failure: Failure) -> None:
+    JobAttempt.objects.create(
+        job=job,
+        type=job.type,
+        attempt=job.attempts,
+        worker=worker,
+        started_at=job.started_at,
+        error_class=failure.error_class[:200],
+        error=failure.message,
+        traceback=failure.traceback,
+        outcome=job.status,
+    )
+
+
+def release(worker: str, items: Sequence[tuple[int, int]], message: str = "") -> int:
+    """Put jobs of a stopping worker back at once, without using up an attempt."""
+    if not items:
+        return 0
+    released = 0
+    queues: set[str] = set()
+    with transaction.atomic():
+        for job_id, attempt in items:
+            rows = _fenced(worker, job_id, attempt)
+            queue = rows.values_list("queue", flat=True).first()
+            if queue and rows.update(
+                status=Status.QUEUED,
+                attempts=F("attempts") - 1,
+                locked_by=None,
+                started_at=None,
+                heartbeat_at=None,
+                run_at=Now(),
+                progress=None,
+                progress_message="",
+                message=message,
+            ):
+                released += 1
+                queues.add(queue)
+        notify(queues)
+    return released
+
+
+def heartbeat(worker: str) -> int:
+    """Keep this worker's running jobs and its registry row alive; returns jobs touched."""
+    touched = Job.objects.filter(status=Status.RUNNING, locked_by=worker).update(heartbeat_at=Now())
+    Worker.objects.filter(name=worker).update(last_seen=Now())
+    return touched
+
+
+def set_progress(worker: str, job_id: int, attempt: int, percent: int, message: str) -> bool:
+    return bool(
+        _fenced(worker, job_id, attempt).update(
+            progress=percent, progress_message=message[:500], heartbeat_at=Now()
+        )
+    )
+
+
+# --- operator actions ---------------------------------------------------------------------
+
+
+def cancel(job: Job | int) -> Job:
+    """Cancel a queued job. A running one has to be waited out."""
+    job_id = job.pk if isinstance(job, Job) else job
+    with transaction.atomic():
+        row = Job.objects.select_for_update().get(pk=job_id)
+        if row.status != Status.QUEUED:
+            raise InvalidTransition(
+                f"Only a queued job can be cancelled; job #{row.pk} is {row.status}."
+            )
+        row.status = Status.CANCELLED
+        row.finished_at = timezone.now()
+        row.message = CANCELLED
+        row.save(update_fields=["status", "finished_at", "message"])
+    return row
+
+
+def retry(job: Job | int) -> Job:
+    """Give a failed job a full new budget: attempts reset to zero, error cleared."""
+    job_id = job.pk if isinstance(job, Job) else job
+    try:
+        with transaction.atomic():
+            row = Job.objects.select_for_update().get(pk=job_id)
+            if row.status != Status.FAILED:
+                raise InvalidTransition(
+                    f"Only a failed job can be retried; job #{row.pk} is {row.status}."
+                )
+            row.status = Status.QUEUED
+            row.attempts = 0
+            row.error = ""
+            row.message = REQUEUED_BY_ADMIN
+            row.run_at = timezone.now()
+            row.started_at = row.finished_at = row.heartbeat_at = None
+            row.locked_by = None
+            row.progress = None
+            row.progress_message = ""
+            with transaction.atomic():
+                row.save()
+            notify([row.queue])
+    except IntegrityError:
+        raise InvalidTransition(
+            f"Job #{job_id} cannot be retried: another {row.type} job with dedupe key "
+            f"{row.dedupe_key!r} is already queued or running."
+        ) from None
+    return row
+
+
+# --- recovery and housekeeping ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReapResult:
+    requeued: int = 0
+    failed: int = 0
+
+
+def reap(now: datetime | None = None) -> ReapResult:
+    """Take back running jobs whose worker went silent.
+
+    A job is silent when its heartbeat is older than ``JOBS_REAP_AFTER``, or when the
+    worker holding it stopped updating its registry row for ``JOBS_WORKER_LEASE`` (so the
+    jobs a dead worker had prefetched come back as soon as it is known dead).
+    """
+    now = now or timezone.now()
+    dead_workers = Worker.objects.filter(
+        last_seen__lt=now - timedelta(seconds=settings.JOBS_WORKER_LEASE)
+    ).values("name")
+    silent = Q(heartbeat_at__lt=now - timedelta(seconds=settings.JOBS_REAP_AFTER)) | Q(
+        locked_by__in=dead_workers
+    )
+    return _take_back(Job.objects.filter(silent, status=Status.RUNNING))
+
+
+def recover_worker(name: str) -> ReapResult:
+    """On start: jobs still marked running under this worker's name cannot be running."""
+    return _take_back(Job.objects.filter(status=Status.RUNNING, locked_by=name))
+
+
+def _take_back(running) -> ReapResult:
+    requeued = failed = 0
+    queues: set[str] = set()
+    with transaction.atomic():
+        # SKIP LOCKED: two reapers at once split the rows instead of waiting on each other.
+        jobs = list(running.select_for_update(skip_locked=True).order_by("id")[:1000])
+        for job in jobs:
+            worker = job.locked_by or ""
+            lost = Failure("WorkerLost", f"Worker {worker} stopped answering.", retryable=True)
+            if job.attempts >= job.max_attempts:
+                job.status, job.finished_at = Status.FAILED, timezone.now()
+                job.error = job.message = BUDGET_EXHAUSTED
+                failed += 1
+            else:
+                job.status, job.run_at = Status.QUEUED, timezone.now()
+                job.message = REQUEUED_AFTER_RESTART
+                job.locked_by = None
+                requeued += 1
+                queues.add(job.queue)
+            job.heartbeat_at = None
+            job.save(
+                update_fields=["status", "finished_at", "error", "message", "run_at", "locked_by", "heartbeat_at"]
+            )
+            _record_attempt(job, worker, lost)
+        notify(queues)
+    if requeued or failed:
+        logger.warning("Reaper took back %d jobs (%d requeued, %d failed).", requeued + failed, requeued, failed)
+    return ReapResult(requeued, failed)
+
+
+def prune(older_than: timedelta | None = None, batch_size: int | None = None) -> int:
+    """Delete finished jobs older than the retention, in batches; returns how many."""
+    if older_than is None:
+        older_than = timedelta(days=settings.JOBS_KEEP_FINISHED_DAYS)
+    batch_size = batch_size or settings.JOBS_PRUNE_BATCH
+    cutoff = timezone.now() - older_than
+    total = 0
+    while True:
+        # Each batch is its own short transaction so pruning never holds many locks.
+        ids = list(
+            Job.objects.filter(status__in=FINISHED, finished_at__lt=cutoff)
+            .order_by("status", "id")
+            .values_list("id", flat=True)[:batch_size]
+        )
+        if not ids:
+            break
+        deleted, _ = Job.objects.filter(id__in=ids).delete()
+        total += deleted
+    Worker.objects.filter(stopped_at__lt=cutoff).delete()
+    return total
+
+
+# --- worker registry ----------------------------------------------------------------------
+
+
+def register_worker(name: str, host: str, pid: int, queues: list[str]) -> ReapResult:
+    """Add or renew this worker's row, then requeue what it left running last time.
+
+    Refuses a name that a live worker (seen within the lease) is using.
+    """
+    lease = timedelta(seconds=settings.JOBS_WORKER_LEASE)
+    with transaction.atomic():
+        existing = Worker.objects.select_for_update().filter(name=name).first()
+        if (
+            existing
+            and existing.stopped_at is None
+            and existing.last_seen > timezone.now() - lease
+            and (existing.host, existing.pid) != (host, pid)
+        ):
+            raise InvalidTransition(
+                f"A live worker already runs under the name {name!r} "
+                f"(pid {existing.pid} on {existing.host}); choose another --name."
+            )
+        Worker.objects.update_or_create(
+            name=name,
+            defaults={
+                "host": host,
+                "pid": pid,
+                "queues": queues,
+                "started_at": timezone.now(),
+                "last_seen": timezone.now(),
+                "stopped_at": None,
+            },
+        )
+    return recover_worker(name)
+
+
+def unregister_worker(name: str) -> None:
+    Worker.objects.filter(name=name).update(stopped_at=Now(), last_seen=Now())

@@ -1,0 +1,99 @@
+"""The child process: runs one job at a time for its supervisor, so a crash fails one job.
+
+Protocol over a ``multiprocessing`` pipe. The supervisor sends
+``(job_id, type, payload_json, attempt, max_attempts, worker)`` or ``None`` to stop; the
+child answers ``(job_id, None)`` on success or ``(job_id, (error_class, message,
+traceback, retryable))`` on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection
+
+import django
+
+
+def main(conn: Connection) -> None:
+    """Entry point of a child process."""
+    # The supervisor owns shutdown: a Ctrl-C or SIGTERM sent to the whole process group
+    # must not break the job this child is running.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    django.setup()
+    from django.db import close_old_connections
+
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return  # the supervisor is gone
+        if message is None:
+            return
+        job_id = message[0]
+        outcome = run(*message)
+        close_old_connections()
+        try:
+            conn.send((job_id, outcome))
+        except (BrokenPipeError, OSError):
+            return
+
+
+def run(
+    job_id: int, type_name: str, payload_text: str, attempt: int, max_attempts: int, worker: str
+) -> tuple[str, str, str, bool] | None:
+    """Run one job; None on success, else the failure as plain values."""
+    from jobs import registry
+    from jobs.context import JobContext
+    from jobs.errors import PermanentError, UnknownJobType
+
+    try:
+        job_type = registry.get(type_name)
+        payload = json.loads(payload_text)
+        ctx = JobContext(
+            job_id=job_id,
+            type_name=type_name,
+            attempt=attempt,
+            max_attempts=max_attempts,
+            worker=worker,
+            report=ProgressReporter(worker, job_id, attempt),
+        )
+        job_type.func(ctx, **payload)
+        return None
+    except (PermanentError, UnknownJobType) as exc:
+        return (_class_name(exc), str(exc), traceback.format_exc(), False)
+    except TypeError as exc:
+        # Raised by the call itself (no deeper frame): the payload does not fit the
+        # handler's keywords, and will not fit next time either.
+        retryable = exc.__traceback__ is not None and exc.__traceback__.tb_next is not None
+        return (_class_name(exc), str(exc), traceback.format_exc(), retryable)
+    except BaseException as exc:  # noqa: BLE001 - anything a handler raises is a failed try
+        return (_class_name(exc), str(exc), traceback.format_exc(), True)
+
+
+def _class_name(exc: BaseException) -> str:
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+class ProgressReporter:
+    """Writes a handler's progress to the job row, at most once per interval."""
+
+    def __init__(self, worker: str, job_id: int, attempt: int) -> None:
+        from django.conf import settings
+
+        self.worker, self.job_id, self.attempt = worker, job_id, attempt
+        self.interval = settings.JOBS_PROGRESS_INTERVAL
+        self.last_write = 0.0
+
+    def __call__(self, percent: int, message: str) -> None:
+        from jobs.store import set_progress
+
+        now = time.monotonic()
+        if now - self.last_write < self.interval and percent < 100:
+            return
+        self.last_write = now
+        set_progress(self.worker, self.job_id, self.attempt, percent, message)

@@ -1,0 +1,438 @@
+"""The supervisor: claims jobs for its lanes, hands them to child processes, acknowledges
+results in batches, heartbeats, reaps, wakes on NOTIFY, and stops gracefully.
+
+It only calls ``jobs.store``. All database work happens here, in one thread, between
+waits; a database outage pauses claiming and keeps results in memory until the database
+is back (every acknowledgement is fenced, so a retry can never apply twice).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection
+
+from jobs import registry, store
+from jobs.errors import InvalidTransition
+from jobs.store import ClaimedJob, Failure
+from jobs.worker.listener import Listener
+from jobs.worker.pool import Child, Lane
+
+logger = logging.getLogger("jobs.worker")
+
+OUTAGE_ERRORS = (OperationalError, InterfaceError)
+
+
+class DatabaseDown(Exception):
+    """The database is unreachable; try again after the backoff."""
+
+
+@dataclass
+class WorkerOptions:
+    lanes: list[tuple[list[str], int]]
+    name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    burst: bool = False
+    shutdown_timeout: float = 120.0
+    poll_interval: float = 1.0
+
+
+class Supervisor:
+    def __init__(self, options: WorkerOptions) -> None:
+        self.options = options
+        self.name = options.name
+        self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
+        self.listener = Listener()
+        self.acks: list[tuple[int, int]] = []
+        self.oldest_ack = 0.0
+        self.failures: list[tuple[int, int, Failure]] = []
+        self.releases: list[tuple[int, int, str]] = []
+        self.stopping = False
+        self.stop_deadline = 0.0
+        self.db_retry_at = 0.0
+        self.db_backoff = 0.0
+        self.next_heartbeat = 0.0
+        self.next_poll = 0.0
+        self.burst_rechecked = False
+        self.ack_batch = settings.JOBS_ACK_BATCH
+        self.ack_delay = 0.05
+        self.log_jobs = logger.isEnabledFor(logging.INFO)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        wakeup = self._install_signals()
+        if not self._register():
+            return 0
+        for lane in self.lanes:
+            lane.spawn()
+        self._connect_listener()
+        logger.info(
+            "Worker %s started: lanes %s%s.",
+            self.name,
+            ", ".join(lane.label for lane in self.lanes),
+            ", burst" if self.options.burst else "",
+        )
+        try:
+            self._loop(wakeup)
+        finally:
+            self._shutdown_children()
+            self._flush(force=True)
+            self._try_db(store.unregister_worker, self.name)
+            self.listener.close()
+            signal.set_wakeup_fd(-1)
+        logger.info("Worker %s stopped.", self.name)
+        return 0
+
+    def _install_signals(self) -> int:
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        os.set_blocking(write_end, False)
+        signal.set_wakeup_fd(write_end)
+        signal.signal(signal.SIGTERM, self._on_stop_signal)
+        signal.signal(signal.SIGINT, self._on_stop_signal)
+        return read_end
+
+    def _on_stop_signal(self, signum: int, frame: object) -> None:
+        if self.stopping:
+            self.stop_deadline = 0.0  # a second signal: stop now
+            return
+        self.stopping = True
+        self.stop_deadline = time.monotonic() + self.options.shutdown_timeout
+        logger.info(
+            "Worker %s got %s: finishing running jobs for up to %.0fs.",
+            self.name,
+            signal.Signals(signum).name,
+            self.options.shutdown_timeout,
+        )
+
+    def _register(self) -> bool:
+        """Register this worker, retrying while the database cannot be reached."""
+        delay = 0.5
+        while not self.stopping:
+            try:
+                recovered = store.register_worker(
+                    self.name, socket.gethostname(), os.getpid(), [lane.label for lane in self.lanes]
+                )
+            except InvalidTransition as exc:
+                raise SystemExit(str(exc)) from None
+            except OUTAGE_ERRORS as exc:
+                logger.warning("Database unreachable at start-up (%s); retrying in %.1fs.", _first_line(exc), delay)
+                self._close_db()
+                time.sleep(delay)
+                delay = min(delay * 2, 30.0)
+                continue
+            if recovered.requeued or recovered.failed:
+                logger.warning(
+                    "Recovered jobs left running under %s: %d requeued, %d failed.",
+                    self.name,
+                    recovered.requeued,
+                    recovered.failed,
+                )
+            return True
+        return False
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def _loop(self, wakeup: int) -> None:
+        while True:
+            now = time.monotonic()
+            self._stop_overdue(now)
+            if self.stopping:
+                self._release_buffers()
+                if now >= self.stop_deadline:
+                    self._cut_off_running()
+                if not self._busy():
+                    return
+            else:
+                self._periodic(now)
+                self._fill_and_dispatch()
+                if self.options.burst and self._drained():
+                    return
+            if self._should_flush(now):
+                self._flush()
+            self._handle(wait(self._waitables(wakeup), self._wait_timeout(time.monotonic())), wakeup)
+
+    def _should_flush(self, now: float) -> bool:
+        # Acknowledgements wait for a batch while children are busy; anything else, or an
+        # idle moment, or an old acknowledgement, writes at once.
+        if self.failures or self.releases:
+            return True
+        if not self.acks:
+            return False
+        return len(self.acks) >= self.ack_batch or now >= self.oldest_ack + self.ack_delay or not self._busy()
+
+    def _busy(self) -> bool:
+        return any(child.job is not None for lane in self.lanes for child in lane.children)
+
+    def _drained(self) -> bool:
+        if self._busy() or any(lane.buffer or lane.maybe_work for lane in self.lanes):
+            return False
+        if self.acks or self.failures or self.releases:
+            return False
+        if not self.burst_rechecked:
+            # One more look: a job may have become due while the last ones ran.
+            self.burst_rechecked = True
+            for lane in self.lanes:
+                lane.maybe_work = True
+            return False
+        return True
+
+    def _wait_timeout(self, now: float) -> float:
+        if self.stopping:
+            deadlines = [self.stop_deadline]
+        else:
+            deadlines = [self.next_poll, self.next_heartbeat]
+        deadlines += [
+            child.deadline for lane in self.lanes for child in lane.children if child.deadline is not None
+        ]
+        if self.acks:
+            deadlines.append(self.oldest_ack + self.ack_delay)
+        if self.db_retry_at > now:
+            deadlines.append(self.db_retry_at)
+        if not self.stopping and any(lane.buffer and lane.idle for lane in self.lanes):
+            return 0.0
+        if not self.stopping and any(lane.maybe_work and lane.idle for lane in self.lanes) and now >= self.db_retry_at:
+            return 0.0
+        return max(0.0, min(deadlines) - now)
+
+    def _waitables(self, wakeup: int) -> list:
+        objects: list = [wakeup]
+        for lane in self.lanes:
+            for child in lane.children:
+                objects.append(child.process.sentinel)
+                if child.job is not None:
+                    objects.append(child.conn)
+        if self.listener.connected:
+            objects.append(self.listener)
+        return objects
+
+    def _handle(self, ready: list, wakeup: int) -> None:
+        if not ready:
+            return
+        ready_set = set(ready)
+        if wakeup in ready_set:
+            try:
+                os.read(wakeup, 512)
+            except BlockingIOError:
+                pass
+        if self.listener in ready_set:
+            self._on_notify()
+        for lane in self.lanes:
+            for child in list(lane.children):
+                if child.job is not None and child.conn in ready_set:
+                    self._collect(lane, child)
+                elif child.process.sentinel in ready_set:
+                    self._on_child_died(lane, child)
+
+    # --- claiming and dispatch ------------------------------------------------------------
+
+    def _periodic(self, now: float) -> None:
+        if now >= self.next_poll:
+            for lane in self.lanes:
+                lane.maybe_work = True
+            self.next_poll = now + self.options.poll_interval
+        if now >= self.next_heartbeat and now >= self.db_retry_at:
+            self.next_heartbeat = now + settings.JOBS_HEARTBEAT_INTERVAL
+            self._try_db(store.heartbeat, self.name)
+            reaped = self._try_db(store.reap)
+            if reaped and reaped.requeued:
+                for lane in self.lanes:
+                    lane.maybe_work = True
+        if not self.listener.connected and self.listener.enabled and now >= self.db_retry_at:
+            self._connect_listener()
+
+    def _fill_and_dispatch(self) -> None:
+        for lane in self.lanes:
+            idle = lane.idle
+            if lane.maybe_work and len(lane.buffer) < len(idle) and time.monotonic() >= self.db_retry_at:
+                allowance = lane.prefetch_allowance(settings.JOBS_PREFETCH_WINDOW, settings.JOBS_MAX_PREFETCH)
+                want = len(idle) + allowance - len(lane.buffer)
+                claimed = self._try_db(store.claim, self.name, lane.queues, want)
+                if claimed is None:
+                    continue
+                lane.buffer.extend(claimed)
+                if claimed:
+                    self.burst_rechecked = False
+                if len(claimed) < want:
+                    lane.maybe_work = False
+            for child in idle:
+                if not lane.buffer:
+                    break
+                self._start(child, lane.buffer.popleft())
+
+    def _start(self, child: Child, job: ClaimedJob) -> None:
+        try:
+            timeout = registry.get(job.type).timeout
+        except Exception:  # noqa: BLE001 - an unknown type fails in the child, clearly
+            timeout = None
+        if self.log_jobs:
+            logger.info("start %s #%d attempt %d/%d", job.type, job.id, job.attempt, job.max_attempts)
+        try:
+            child.start(job, self.name, timeout)
+        except OSError:
+            child.job = job
+            self._on_child_died(child.lane, child)
+
+    def _on_notify(self) -> None:
+        try:
+            queues = self.listener.drain()
+        except Exception as exc:  # noqa: BLE001 - a broken listener is reconnected later
+            logger.warning("Lost the LISTEN connection (%s); polling until it is back.", _first_line(exc))
+            self.listener.close()
+            return
+        for lane in self.lanes:
+            if queues.intersection(lane.queues):
+                lane.maybe_work = True
+
+    def _connect_listener(self) -> None:
+        if not self.listener.enabled:
+            return
+        try:
+            self.listener.connect()
+        except OUTAGE_ERRORS as exc:
+            logger.warning("Cannot LISTEN (%s); polling until the database is back.", _first_line(exc))
+            self.listener.close()
+            return
+        for lane in self.lanes:  # notifications may have been missed meanwhile
+            lane.maybe_work = True
+
+    # --- results --------------------------------------------------------------------------
+
+    def _collect(self, lane: Lane, child: Child) -> None:
+        try:
+            job_id, outcome = child.conn.recv()
+        except (EOFError, OSError):
+            self._on_child_died(lane, child)
+            return
+        job, took = child.finish()
+        lane.observe(took)
+        if outcome is None:
+            if not self.acks:
+                self.oldest_ack = time.monotonic()
+            self.acks.append((job.id, job.attempt))
+            if self.log_jobs:
+                logger.info("end %s #%d attempt %d/%d %.1fms succeeded", job.type, job.id, job.attempt, job.max_attempts, took * 1000)
+        else:
+            failure = Failure(*outcome)
+            self.failures.append((job.id, job.attempt, failure))
+            logger.warning(
+                "end %s #%d attempt %d/%d %.1fms failed: %s",
+                job.type,
+                job.id,
+                job.attempt,
+                job.max_attempts,
+                took * 1000,
+                failure.text,
+            )
+
+    def _on_child_died(self, lane: Lane, child: Child) -> None:
+        how = child.exit_description()
+        if child.job is not None:
+            job, took = child.finish()
+            failure = Failure("WorkerCrashed", f"The child process running this job {how}.", retryable=True)
+            self.failures.append((job.id, job.attempt, failure))
+            logger.error("end %s #%d attempt %d/%d %.1fms crashed: %s", job.type, job.id, job.attempt, job.max_attempts, took * 1000, failure.message)
+        else:
+            logger.warning("An idle child process %s; replacing it.", how)
+        child.conn.close()
+        lane.replace(child)
+
+    def _stop_overdue(self, now: float) -> None:
+        for lane in self.lanes:
+            for child in list(lane.children):
+                if child.deadline is not None and now >= child.deadline:
+                    job, took = child.finish()
+                    child.kill()
+                    timeout = registry.get(job.type).timeout
+                    failure = Failure("JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped.")
+                    self.failures.append((job.id, job.attempt, failure))
+                    logger.error("end %s #%d attempt %d/%d %.1fms timed out", job.type, job.id, job.attempt, job.max_attempts, took * 1000)
+                    lane.replace(child)
+
+    # --- stopping -------------------------------------------------------------------------
+
+    def _release_buffers(self) -> None:
+        for lane in self.lanes:
+            while lane.buffer:
+                job = lane.buffer.popleft()
+                self.releases.append((job.id, job.attempt, ""))
+
+    def _cut_off_running(self) -> None:
+        for lane in self.lanes:
+            for child in list(lane.children):
+                if child.job is not None:
+                    job, took = child.finish()
+                    child.kill()
+                    self.releases.append((job.id, job.attempt, store.REQUEUED_AT_SHUTDOWN))
+                    logger.warning("end %s #%d attempt %d/%d %.1fms cut off at shutdown, requeued", job.type, job.id, job.attempt, job.max_attempts, took * 1000)
+                    lane.children.remove(child)
+
+    def _shutdown_children(self) -> None:
+        self._release_buffers()
+        self._cut_off_running()
+        for lane in self.lanes:
+            for child in lane.children:
+                child.stop()
+            lane.children.clear()
+
+    # --- database access ------------------------------------------------------------------
+
+    def _flush(self, force: bool = False) -> None:
+        """Write buffered results: acknowledgements in one statement, then failures."""
+        deadline = time.monotonic() + (30.0 if force else 0.0)
+        while self.acks or self.failures or self.releases:
+            if self._try_db(self._write_results) is not None or not force:
+                return
+            if time.monotonic() >= deadline:
+                logger.error("Database still unreachable; %d results not written (their jobs will be reaped and rerun).", len(self.acks) + len(self.failures) + len(self.releases))
+                return
+            time.sleep(max(0.0, min(self.db_retry_at - time.monotonic(), 1.0)))
+
+    def _write_results(self) -> bool:
+        if self.acks:
+            store.complete(self.name, self.acks)
+            self.acks = []
+        while self.failures:
+            job_id, attempt, failure = self.failures[0]
+            store.fail(self.name, job_id, attempt, failure)
+            self.failures.pop(0)
+        if self.releases:
+            for message in {message for _, _, message in self.releases}:
+                store.release(self.name, [(i, a) for i, a, m in self.releases if m == message], message)
+            self.releases = []
+        return True
+
+    def _try_db(self, fn, *args):
+        """Run one store call; on an outage, back off and return None."""
+        if time.monotonic() < self.db_retry_at:
+            return None
+        try:
+            result = fn(*args)
+        except OUTAGE_ERRORS as exc:
+            self.db_backoff = min(max(self.db_backoff * 2, 0.25), 5.0)
+            self.db_retry_at = time.monotonic() + self.db_backoff
+            logger.warning("Database unreachable (%s); retrying in %.2fs.", _first_line(exc), self.db_backoff)
+            self._close_db()
+            self.listener.close()
+            return None
+        if self.db_backoff:
+            logger.warning("Database reachable again.")
+            self.db_backoff = 0.0
+        return result
+
+    def _close_db(self) -> None:
+        try:
+            connection.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection may raise
+            connection.connection = None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,0 +1,76 @@
+"""Job types used by the tests and the benchmarks."""
+
+import ctypes
+import os
+import time
+from pathlib import Path
+
+from jobs import JobContext, PermanentError, job
+from tests.jobs_app.models import Execution
+
+
+@job("test.noop", queue="default")
+def noop(ctx: JobContext, **payload) -> None:
+    """Does nothing: the unit of throughput benchmarks."""
+
+
+@job("test.record", queue="default", attempts=3, backoff=(0.2, 0.2))
+def record(ctx: JobContext, *, sleep: float = 0.0) -> None:
+    if sleep:
+        time.sleep(sleep)
+    Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
+
+
+@job("test.sleep", queue="default", attempts=3)
+def sleep(ctx: JobContext, *, seconds: float, marker: str = "") -> None:
+    if marker:
+        Path(marker).write_text(str(os.getpid()))
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+    Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
+
+
+@job("test.exit", queue="default", attempts=2, backoff=(0.2,))
+def exit_process(ctx: JobContext, *, code: int = 1) -> None:
+    os._exit(code)
+
+
+@job("test.segfault", queue="default", attempts=1)
+def segfault(ctx: JobContext) -> None:
+    ctypes.string_at(0)
+
+
+@job("test.fail", queue="default", attempts=3, backoff=(30, 120, 480), backoff_cap=1800)
+def fail(ctx: JobContext, *, permanent: bool = False) -> None:
+    if permanent:
+        raise PermanentError("This input can never work.")
+    raise RuntimeError("boom")
+
+
+@job("test.flaky", queue="default", attempts=3, backoff=(0.1,))
+def flaky(ctx: JobContext, *, fail_times: int) -> None:
+    if ctx.attempt <= fail_times:
+        raise ConnectionError(f"transient failure on try {ctx.attempt}")
+    Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
+
+
+@job("test.progress", queue="default", attempts=1)
+def progress(ctx: JobContext, *, steps: int = 5, pause: float = 0.6, gate: str = "") -> None:
+    for step in range(1, steps + 1):
+        ctx.progress(step * 100 // steps, f"step {step} of {steps}")
+        time.sleep(pause)
+        if gate and not Path(gate).exists():
+            pass
+
+
+@job("test.slow", queue="default", attempts=3, timeout=0.5, backoff=(0.1,))
+def slow(ctx: JobContext, *, seconds: float = 5.0) -> None:
+    time.sleep(seconds)
+
+
+@job("test.ai", queue="ai", attempts=2)
+def ai_work(ctx: JobContext, *, seconds: float = 0.0) -> None:
+    if seconds:
+        time.sleep(seconds)
+    Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
