@@ -113,3 +113,6 @@ def start_worker(worker_env, tmp_path) -> Iterator[Callable[..., WorkerProcess]]
     yield start
     for worker in started:
         worker.stop()
+
+
+pytest_plugins = ["tests.moto_server"]

@@ -1,0 +1,15 @@
+"""The engine's own timer steps (part of ``manage.py sweep``)."""
+
+from jobs import store
+from jobs.timers import periodic
+
+
+@periodic("sweep", every=300)
+def reap_silent_jobs() -> str:
+    result = store.reap()
+    return f"{result.requeued} requeued, {result.failed} failed"
+
+
+@periodic("sweep", every=300)
+def prune_finished_jobs() -> str:
+    return f"{store.prune()} pruned"
