@@ -11,7 +11,9 @@ CHANNEL = "jobs"
 # rows another worker holds, and marks them running under this worker in the same
 # statement, so the lock lives only as long as this one UPDATE. Served by the partial
 # index ``jobs_claim``. The payload goes out as text: the child process parses it.
+# RETURNING has no order of its own, so the outer SELECT hands the batch out in claim order.
 CLAIM = """
+WITH claimed AS (
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
        started_at = now(), heartbeat_at = now(), finished_at = NULL,
@@ -22,7 +24,9 @@ UPDATE jobs_job
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED)
-RETURNING id, type, payload::text, attempts, max_attempts
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, priority, run_at
+)
+SELECT id, type, payload, attempts, max_attempts FROM claimed ORDER BY priority, run_at, id
 """
 
 # Marks many jobs succeeded in one statement, fenced: a row counts only while it is still

@@ -1,0 +1,129 @@
+"""Claiming on real PostgreSQL: order, queues, due time, SKIP LOCKED between two sessions,
+and the plan the claim query gets with many finished jobs in the table."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from jobs import sql, store
+from jobs.models import Job, Status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _claim_ids(worker: str, queues: list[str], limit: int) -> list[int]:
+    return [job.id for job in store.claim(worker, queues, limit)]
+
+
+def _ordered_jobs() -> list[int]:
+    """Jobs enqueued out of order; returns their ids in the order they must be claimed."""
+    base = timezone.now() - timedelta(minutes=10)
+    low = store.enqueue("test.noop", {"n": "low"}, priority="low", run_at=base)
+    normal_late = store.enqueue("test.noop", {"n": "normal late"}, run_at=base + timedelta(minutes=2))
+    normal_a = store.enqueue("test.noop", {"n": "normal a"}, run_at=base + timedelta(minutes=1))
+    normal_b = store.enqueue("test.noop", {"n": "normal b"}, run_at=base + timedelta(minutes=1))
+    high = store.enqueue("test.noop", {"n": "high"}, priority="high", run_at=base + timedelta(minutes=5))
+    critical = store.enqueue(
+        "test.noop", {"n": "critical"}, priority="critical", run_at=base + timedelta(minutes=9)
+    )
+    return [critical.pk, high.pk, normal_a.pk, normal_b.pk, normal_late.pk, low.pk]
+
+
+def test_claim__one_at_a_time_follows_priority_then_run_at_then_id():
+    expected = _ordered_jobs()
+    claimed = [_claim_ids("w1", ["default"], 1) for _ in expected]
+    assert claimed == [[job_id] for job_id in expected]
+    assert _claim_ids("w1", ["default"], 1) == []
+
+
+def test_claim__a_batch_comes_back_in_claim_order():
+    expected = _ordered_jobs()
+    assert _claim_ids("w1", ["default"], len(expected)) == expected
+
+
+def test_claim__fifo_within_a_priority():
+    ids = [store.enqueue("test.noop", {"n": n}).pk for n in range(5)]
+    assert [_claim_ids("w1", ["default"], 1)[0] for _ in ids] == ids
+
+
+def test_claim__marks_the_job_running_under_the_worker():
+    job = store.enqueue("test.noop", {"n": 1})
+    [claimed] = store.claim("w1", ["default"], 5)
+    assert claimed == store.ClaimedJob(job.pk, "test.noop", '{"n": 1}', 1, 3)
+    job.refresh_from_db()
+    assert (job.status, job.locked_by, job.attempts) == (Status.RUNNING, "w1", 1)
+    assert job.started_at is not None and job.heartbeat_at is not None
+
+
+def test_claim__leaves_future_jobs_and_other_queues_alone():
+    store.enqueue("test.noop", {}, run_at=timezone.now() + timedelta(minutes=1))
+    ai = store.enqueue("test.ai", {})
+    assert _claim_ids("w1", ["default"], 10) == []
+    assert _claim_ids("w1", ["default", "ai"], 10) == [ai.pk]
+
+
+def test_claim__respects_the_limit():
+    store.enqueue_many("test.noop", [{} for _ in range(5)])
+    assert len(store.claim("w1", ["default"], 3)) == 3
+    assert len(store.claim("w2", ["default"], 3)) == 2
+    assert store.claim("w3", ["default"], 0) == []
+    assert store.claim("w3", [], 5) == []
+
+
+def test_claim__skips_rows_locked_by_another_worker(other_connection: psycopg.Connection):
+    first = store.enqueue("test.noop", {"n": 1})
+    second = store.enqueue("test.noop", {"n": 2})
+    # The other session holds the first row in an open transaction (mid-claim).
+    locked = other_connection.execute(
+        "SELECT id FROM jobs_job WHERE id = %s FOR UPDATE", [first.pk]
+    ).fetchone()
+    assert locked == (first.pk,)
+
+    assert _claim_ids("w1", ["default"], 2) == [second.pk]  # did not wait, did not take it
+    assert Job.objects.get(pk=first.pk).status == Status.QUEUED
+
+    other_connection.rollback()
+    assert _claim_ids("w1", ["default"], 2) == [first.pk]
+
+
+def test_claim__two_sessions_claiming_at_once_never_share_a_job(other_connection: psycopg.Connection):
+    store.enqueue_many("test.noop", [{"n": n} for n in range(10)])
+    # The other worker claims in its still-open transaction; ours runs meanwhile.
+    theirs = [
+        row[0]
+        for row in other_connection.execute(
+            sql.CLAIM, {"worker": "other", "queues": ["default"], "limit": 4}
+        ).fetchall()
+    ]
+    ours = _claim_ids("w1", ["default"], 10)
+    other_connection.commit()
+    assert len(theirs) == 4 and len(ours) == 6
+    assert not set(theirs) & set(ours)
+    assert Job.objects.filter(status=Status.RUNNING, locked_by="other").count() == 4
+
+
+def test_claim__plan_uses_the_partial_index_with_many_finished_jobs():
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, created_at,
+                                  finished_at, attempts, max_attempts, progress_message, error, message)
+            SELECT 'test.noop', 'default', 2, 'succeeded', '{}', now(), now(), now(), 1, 1, '', '', ''
+              FROM generate_series(1, 20000)
+            """
+        )
+        cursor.execute("ANALYZE jobs_job")
+    store.enqueue_many("test.noop", [{} for _ in range(5)])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN " + sql.CLAIM,
+            {"worker": "w1", "queues": ["default"], "limit": 2},
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "jobs_claim" in plan, plan
+    assert "Seq Scan on jobs_job" not in plan, plan
