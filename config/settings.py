@@ -123,3 +123,49 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Email pipeline (pipeline/) ----------------------------------------------------------
+# The search index's tsvector field and its lookups (harmless on SQLite).
+INSTALLED_APPS.append("django.contrib.postgres")
+# Raw emails live in the "blobs" storage: a local folder by default, S3 in production.
+BLOB_STORAGE = env.choice("BLOB_STORAGE", "local", ("local", "s3"))
+AWS_STORAGE_BUCKET_NAME = env.text("AWS_STORAGE_BUCKET_NAME", "")
+AWS_S3_ENDPOINT_URL = env.text("AWS_S3_ENDPOINT_URL", AWS_ENDPOINT_URL)
+if BLOB_STORAGE == "s3":
+    from django.core.exceptions import ImproperlyConfigured
+
+    if not AWS_STORAGE_BUCKET_NAME:
+        raise ImproperlyConfigured("Setting AWS_STORAGE_BUCKET_NAME is required when BLOB_STORAGE=s3.")
+    _BLOBS = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": AWS_STORAGE_BUCKET_NAME,
+            "endpoint_url": AWS_S3_ENDPOINT_URL or None,
+            "region_name": AWS_REGION,
+            "file_overwrite": True,  # content-addressed: the same name always holds the same bytes
+            "location": env.text("BLOB_PREFIX", "blobs"),
+        },
+    }
+else:
+    _BLOBS = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": VAR_DIR / "blobs", "allow_overwrite": True},
+    }
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "blobs": _BLOBS,
+}
+
+# Classification: "local" rules (embedded default) or Amazon Bedrock's Converse API.
+MODEL_PROVIDER = env.choice("MODEL_PROVIDER", "local", ("local", "bedrock"))
+BEDROCK_MODEL_ID = env.text("BEDROCK_MODEL_ID", "anthropic.claude-3-haiku-20240307-v1:0")
+BEDROCK_ENDPOINT_URL = env.text("BEDROCK_ENDPOINT_URL", AWS_ENDPOINT_URL)
+MODEL_TIMEOUT = env.number("MODEL_TIMEOUT", 30.0, minimum=0.1)
+# Whether model calls are on before anyone flips the switch in the admin.
+MODEL_CALLS_DEFAULT = env.flag("MODEL_CALLS_DEFAULT", True)
+# The local classifier's rules: JSON {"label": ["keyword", ...]}; empty = built-in rules.
+PIPELINE_CLASSIFIER_RULES = env.text("PIPELINE_CLASSIFIER_RULES", "")
+# Full-text index of each email's text (PostgreSQL tsvector; a plain-text fallback elsewhere).
+SEARCH_INDEX = env.flag("SEARCH_INDEX", True)
+SEARCH_CONFIG = env.text("SEARCH_CONFIG", "simple")

@@ -1,0 +1,38 @@
+"""Raw emails in blob storage (the ``blobs`` alias of ``STORAGES``), named by their sha256
+so a re-import writes nothing new."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage, storages
+
+
+def storage() -> Storage:
+    return storages["blobs"]
+
+
+def name_for(sha256: str) -> str:
+    return f"emails/{sha256[:2]}/{sha256}.eml"
+
+
+def digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def write(raw: bytes) -> tuple[str, str]:
+    """Store ``raw`` under its content address; returns (name, sha256). Idempotent."""
+    sha = digest(raw)
+    name = name_for(sha)
+    store = storage()
+    if not store.exists(name):
+        saved = store.save(name, ContentFile(raw))
+        # Overwrite is allowed (same name, same bytes), so the name never gets a suffix.
+        assert saved == name, f"blob storage renamed {name} to {saved}"
+    return name, sha
+
+
+def read(name: str) -> bytes:
+    with storage().open(name, "rb") as handle:
+        return handle.read()

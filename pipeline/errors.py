@@ -1,0 +1,24 @@
+"""The pipeline's exceptions. ``PipelineError`` is the root; each subclasses the engine's
+retryable or permanent error so the job engine knows whether another try can help."""
+
+from jobs.errors import JobError, PermanentError, RetryableError
+
+
+class PipelineError(JobError):
+    """The email pipeline failed."""
+
+
+class EmailMissing(PipelineError, PermanentError):
+    """The email row does not exist (deleted, or never committed)."""
+
+
+class ModelCallError(PipelineError, RetryableError):
+    """The model call failed: a timeout, an unreachable service, or an answer that is not the agreed JSON."""
+
+
+class IndexingError(PipelineError, RetryableError):
+    """The search index could not be reached."""
+
+
+class UnreadableEmail(PipelineError, ValueError):
+    """The input is not an email at all (empty, or could not be read)."""

@@ -1,0 +1,220 @@
+"""Parsing with the standard library's ``email`` package (``policy.default``), tolerant of
+broken input: whatever cannot be read is recorded as a defect, never raised."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from email import message_from_bytes, policy
+from email.header import decode_header, make_header
+from email.message import EmailMessage as MimeMessage
+from email.message import Message
+from email.parser import BytesHeaderParser
+
+from pipeline import convert
+
+# Headers added in transit: two deliveries of one email differ only in these.
+TRACE_HEADERS = {"received", "return-path", "delivered-to", "x-original-to", "x-received", "envelope-to"}
+_ANGLE = re.compile(r"<([^<>]*)>")
+
+
+@dataclass(frozen=True)
+class Summary:
+    message_id: str
+    sender: str
+    subject: str
+
+
+@dataclass
+class AttachmentPart:
+    position: int
+    filename: str
+    content_type: str
+    size: int
+    text: str | None
+    note: str
+
+
+@dataclass
+class Parsed:
+    message_id: str
+    sender: str
+    subject: str
+    headers: list[tuple[str, str]]
+    body_text: str
+    defects: list[str]
+    attachments: list[AttachmentPart] = field(default_factory=list)
+
+
+def header(msg: Message, name: str) -> str:
+    """A header as text; a value the policy cannot parse falls back to its raw form."""
+    try:
+        value = msg.get(name)
+        return "" if value is None else str(value)
+    except Exception:  # noqa: BLE001 - a malformed header must not stop the pipeline
+        for key, raw in msg.raw_items():
+            if key.lower() == name.lower():
+                return _decode_raw(raw)
+        return ""
+
+
+def _decode_raw(raw: str) -> str:
+    try:
+        return str(make_header(decode_header(raw)))
+    except Exception:  # noqa: BLE001
+        return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def normalise_message_id(value: str) -> str:
+    """``<Foo@Example.COM >`` → ``<Foo@example.com>``; empty when there is none."""
+    match = _ANGLE.search(value)
+    inner = (match.group(1) if match else value).strip()
+    inner = "".join(inner.split())
+    if not inner:
+        return ""
+    local, at, domain = inner.rpartition("@")
+    return f"<{local}@{domain.lower()}>" if at else f"<{inner}>"
+
+
+def summary(raw: bytes) -> Summary:
+    """Message-ID, sender and subject from the headers alone (cheap, for intake)."""
+    msg = BytesHeaderParser(policy=policy.default).parsebytes(raw)
+    return Summary(
+        message_id=normalise_message_id(header(msg, "message-id")),
+        sender=header(msg, "from"),
+        subject=header(msg, "subject"),
+    )
+
+
+def content_key(raw: bytes) -> str:
+    """A hash of the normalised content: trace headers dropped, line ends and trailing
+    blanks evened out, so two deliveries of one email without a Message-ID match."""
+    text = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    head, _, body = text.partition(b"\n\n")
+    kept: list[bytes] = []
+    skipping = False
+    for line in head.split(b"\n"):
+        if line[:1] in (b" ", b"\t"):  # continuation of the previous header
+            if not skipping:
+                kept.append(line.strip())
+            continue
+        name = line.split(b":", 1)[0].strip().lower().decode("ascii", "replace")
+        skipping = name in TRACE_HEADERS
+        if not skipping:
+            kept.append(line.rstrip())
+    lines = [line.rstrip() for line in body.split(b"\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    digest = hashlib.sha256(b"\n".join(kept) + b"\n\n" + b"\n".join(lines)).hexdigest()
+    return f"sha256:{digest}"
+
+
+def parse(raw: bytes) -> Parsed:
+    """Parse a whole email as far as it goes; defects are collected, not raised."""
+    msg: MimeMessage = message_from_bytes(raw, policy=policy.default)  # type: ignore[assignment]
+    defects: list[str] = []
+    for part in msg.walk():
+        defects.extend(f"{type(defect).__name__}: {defect}" for defect in part.defects)
+    body_part = _body_part(msg, defects)
+    body_text = _part_text(body_part, defects) if body_part is not None else ""
+    if body_part is not None and body_part.get_content_type() == "text/html":
+        body_text = convert.html_to_text(body_text)
+    attachments = [
+        _attachment(position, part, defects)
+        for position, part in enumerate(_attachment_parts(msg, body_part))
+    ]
+    headers = [(name, _safe_str(value)) for name, value in _items(msg, defects)]
+    return Parsed(
+        message_id=normalise_message_id(header(msg, "message-id")),
+        sender=header(msg, "from"),
+        subject=header(msg, "subject"),
+        headers=headers,
+        body_text=body_text,
+        defects=defects,
+        attachments=attachments,
+    )
+
+
+def _items(msg: Message, defects: list[str]) -> list[tuple[str, str]]:
+    items = []
+    for name, raw in msg.raw_items():
+        try:
+            items.append((name, str(msg.policy.header_fetch_parse(name, raw))))
+        except Exception as exc:  # noqa: BLE001
+            defects.append(f"HeaderDefect: {name}: {exc}")
+            items.append((name, _decode_raw(raw)))
+    return items
+
+
+def _safe_str(value: str) -> str:
+    # Undecodable bytes come back as surrogates, which PostgreSQL cannot store.
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("\x00", "")
+
+
+def _body_part(msg: MimeMessage, defects: list[str]) -> Message | None:
+    try:
+        part = msg.get_body(preferencelist=("plain", "html"))
+    except Exception as exc:  # noqa: BLE001
+        defects.append(f"BodyDefect: {exc}")
+        part = None
+    if part is None and not msg.is_multipart() and msg.get_content_maintype() in ("text", ""):
+        part = msg
+    return part
+
+
+def _part_text(part: Message, defects: list[str]) -> str:
+    try:
+        return _safe_str(part.get_content())  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001 - unknown charset, broken transfer encoding…
+        defects.append(f"ContentDefect: {type(exc).__name__}: {exc}")
+    payload = part.get_payload(decode=True) or b""
+    if isinstance(payload, str):
+        return _safe_str(payload)
+    return convert.decode(payload, part.get_content_charset())
+
+
+def _attachment_parts(msg: Message, body_part: Message | None) -> list[Message]:
+    """Leaf parts other than the body; alternatives of the body are not attachments."""
+    found: list[Message] = []
+
+    def visit(part: Message, in_alternative: bool) -> None:
+        if part.is_multipart():
+            alternative = part.get_content_type() == "multipart/alternative"
+            payload = part.get_payload()
+            for child in payload if isinstance(payload, list) else []:
+                visit(child, in_alternative or alternative)
+            return
+        if part is body_part:
+            return
+        if in_alternative and part.get_content_disposition() != "attachment":
+            return
+        found.append(part)
+
+    if msg.is_multipart():
+        visit(msg, False)
+    return found
+
+
+def _attachment(position: int, part: Message, defects: list[str]) -> AttachmentPart:
+    content_type = part.get_content_type()
+    try:
+        filename = part.get_filename() or ""
+    except Exception:  # noqa: BLE001
+        filename = ""
+    try:
+        payload = part.get_payload(decode=True) or b""
+    except Exception as exc:  # noqa: BLE001
+        defects.append(f"AttachmentDefect: {exc}")
+        payload = b""
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8", "surrogateescape")
+    text, note = convert.to_text(content_type, payload, part.get_content_charset())
+    return AttachmentPart(
+        position=position,
+        filename=_safe_str(filename)[:500],
+        content_type=content_type[:200],
+        size=len(payload),
+        text=text,
+        note=note,
+    )

@@ -1,0 +1,157 @@
+"""What one ``email.process`` job does, as a plain function callable without the engine.
+
+Load the email, read its raw bytes, record its origin first (a copy finishes there),
+parse, convert attachments, classify when model calls are on, index, apply the labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import transaction
+
+from pipeline import blobs, classify, origins, parsing, runs, search, switch
+from pipeline.errors import EmailMissing, IndexingError
+from pipeline.models import (
+    Attachment,
+    Classification,
+    EmailMessage,
+    ParsedEmail,
+    PipelineRun,
+    RunOutcome,
+    Status,
+)
+
+Progress = Callable[[float, str], None]
+
+DUPLICATE = "duplicate"
+WAITING = "waiting for model calls"
+
+
+def _quiet(percent: float, message: str = "") -> None:
+    pass
+
+
+def process_email(email_id: int, *, job_id: int | None = None, progress: Progress = _quiet) -> str:
+    """Run the pipeline for one email; returns the outcome.
+
+    Raises EmailMissing (permanent) for a missing row, ModelCallError (retryable) for a
+    failed model call, and re-raises anything unexpected after logging it, so the engine
+    retries with backoff. An unreachable index is not raised: the email is partially indexed.
+    """
+    email = EmailMessage.objects.filter(pk=email_id).first()
+    if email is None:
+        raise EmailMissing(f"Email #{email_id} does not exist.")
+    run = runs.open_run(email)
+    try:
+        return _run(email, run, job_id, progress)
+    except Exception as exc:
+        runs.fail(email, run, job_id, exc)
+        raise
+
+
+def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Progress) -> str:
+    if email.status == Status.FAILED:
+        runs.set_status(email, Status.RECEIVED)  # a retry starts again from the top
+    progress(5, "Reading the raw email")
+    raw = blobs.read(email.blob_name)
+
+    progress(15, "Recording the origin")
+    summary = parsing.summary(raw)
+    origin_id = origins.record(email, summary.message_id or parsing.content_key(raw))
+    if origin_id != email.pk:
+        with transaction.atomic():
+            runs.set_status(email, Status.DUPLICATE, origin_id=origin_id)
+            runs.close(run, RunOutcome.DUPLICATE)
+        progress(100, f"Duplicate of email #{origin_id}")
+        return DUPLICATE
+
+    progress(25, "Parsing")
+    parsed = parsing.parse(raw)
+    del raw  # a 20 MB email should not stay in memory for the model call
+    _save_parsed(email, parsed)
+    progress(50, "Attachments converted")
+
+    if not switch.model_calls_enabled():
+        runs.touch(run)  # stays open and never classified: the sweeper re-adds it
+        progress(100, "Model calls are off: waiting for the sweeper")
+        return WAITING
+
+    progress(55, "Classifying")
+    text = document_text(parsed)
+    result = classify.classify(parsed.subject, text)
+    with transaction.atomic():
+        Classification.objects.update_or_create(
+            email=email,
+            defaults={
+                "labels": result.labels,
+                "model": result.model[:200],
+                "raw_response": result.raw_response,
+            },
+        )
+        runs.set_status(email, Status.CLASSIFIED)
+        runs.touch(run, classified=True)
+
+    outcome = RunOutcome.LABELLED
+    if settings.SEARCH_INDEX:
+        progress(75, "Indexing")
+        try:
+            search.index(email.pk, f"{parsed.subject}\n{parsed.sender}\n{text}")
+            runs.set_status(email, Status.INDEXED)
+        except IndexingError as exc:
+            runs.record_error(email, run, job_id, exc)
+            runs.set_status(email, Status.PARTIALLY_INDEXED)
+            runs.touch(run, last_error=str(exc)[:5000])
+            outcome = RunOutcome.PARTIALLY_INDEXED
+
+    progress(90, "Applying labels")
+    final = Status.LABELLED if outcome == RunOutcome.LABELLED else Status.PARTIALLY_INDEXED
+    with transaction.atomic():
+        runs.set_status(email, final, labels=result.labels, needs_review=False)
+        runs.close(run, outcome)
+    progress(100, f"Labelled {', '.join(result.labels)}")
+    return str(outcome)
+
+
+def document_text(parsed: parsing.Parsed) -> str:
+    """The body and every converted attachment, as one text for the model and the index."""
+    parts = [parsed.body_text]
+    parts += [
+        f"[{part.filename or part.content_type}]\n{part.text}" for part in parsed.attachments if part.text
+    ]
+    return "\n\n".join(part for part in parts if part)
+
+
+def _save_parsed(email: EmailMessage, parsed: parsing.Parsed) -> None:
+    # One transaction for the email's artifacts, so a retry replaces them whole.
+    with transaction.atomic():
+        ParsedEmail.objects.update_or_create(
+            email=email,
+            defaults={
+                "headers": [list(item) for item in parsed.headers],
+                "body_text": parsed.body_text,
+                "defects": parsed.defects,
+            },
+        )
+        Attachment.objects.filter(email=email).delete()
+        Attachment.objects.bulk_create(
+            Attachment(
+                email=email,
+                position=part.position,
+                filename=part.filename,
+                content_type=part.content_type,
+                size=part.size,
+                converted=part.text is not None,
+                text=part.text or "",
+                note=part.note,
+            )
+            for part in parsed.attachments
+        )
+        runs.set_status(
+            email,
+            Status.PARSED,
+            message_id=parsed.message_id[:998],
+            sender=parsed.sender[:998],
+            subject=parsed.subject,
+        )

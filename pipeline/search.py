@@ -1,0 +1,44 @@
+"""The search index: a PostgreSQL full-text index (tsvector under GIN) by default; on
+other databases (the embedded SQLite demo) a plain-text match on the stored text."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.db import DatabaseError, connection, transaction
+from django.db.models import QuerySet
+
+from pipeline.errors import IndexingError
+from pipeline.models import EmailMessage, IndexRecord
+
+MAX_INDEXED_CHARS = 200_000  # well under PostgreSQL's 1 MB tsvector limit
+
+
+def index(email_id: int, text: str) -> None:
+    """Put an email's text in the index; IndexingError when the index cannot be reached."""
+    try:
+        _write(email_id, text[:MAX_INDEXED_CHARS])
+    except DatabaseError as exc:
+        raise IndexingError(f"The search index could not be reached: {exc}") from exc
+
+
+def _write(email_id: int, text: str) -> None:
+    # One short transaction on the one index row.
+    with transaction.atomic():
+        IndexRecord.objects.update_or_create(email_id=email_id, defaults={"text": text})
+        if connection.vendor == "postgresql":
+            IndexRecord.objects.filter(email_id=email_id).update(
+                vector=SearchVector("text", config=settings.SEARCH_CONFIG)
+            )
+
+
+def search(query: str) -> QuerySet[EmailMessage]:
+    """Emails whose indexed text matches ``query``."""
+    if connection.vendor == "postgresql":
+        return EmailMessage.objects.filter(
+            index_record__vector=SearchQuery(query, config=settings.SEARCH_CONFIG, search_type="websearch")
+        )
+    matches = EmailMessage.objects.all()
+    for word in query.split():
+        matches = matches.filter(index_record__text__icontains=word)
+    return matches

@@ -1,0 +1,173 @@
+"""The test corpus of issue 4, generated (written for this project): each entry is raw
+bytes and the business status the spec gives it after processing."""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass
+from email.message import EmailMessage as MimeMessage
+from email.policy import SMTP
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF showing ``text`` (enough for pypdf to extract it)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _message(
+    subject: str, *, message_id: str | None, sender: str = "Alice <alice@example.com>"
+) -> MimeMessage:
+    msg = MimeMessage()
+    msg["From"] = sender
+    msg["To"] = "inbox@example.org"
+    msg["Subject"] = subject
+    msg["Date"] = "Sun, 29 Nov 2026 10:00:00 +0000"
+    if message_id:
+        msg["Message-ID"] = message_id
+    return msg
+
+
+def plain(
+    subject: str = "Invoice 42 for November", message_id: str | None = "<plain-1@example.com>"
+) -> bytes:
+    msg = _message(subject, message_id=message_id)
+    msg.set_content("Hello,\n\nplease find the invoice below. Payment due in 14 days.\n")
+    return msg.as_bytes(policy=SMTP)
+
+
+def html_only() -> bytes:
+    msg = _message("Our weekly newsletter", message_id="<html-1@example.com>")
+    msg.set_content(
+        "<html><head><style>p {color: red}</style></head><body><h1>News</h1>"
+        "<p>Big&nbsp;news this week.</p><p><a href='#'>Unsubscribe</a></p></body></html>",
+        subtype="html",
+    )
+    return msg.as_bytes(policy=SMTP)
+
+
+def multipart_with_attachments(message_id: str = "<multi-1@example.com>") -> bytes:
+    msg = _message("Quarterly report and meeting agenda", message_id=message_id)
+    msg.set_content("See the attached report and agenda.")
+    msg.add_attachment(
+        minimal_pdf("Quarterly revenue grew strongly"),
+        maintype="application",
+        subtype="pdf",
+        filename="report.pdf",
+    )
+    msg.add_attachment(
+        "<html><body><p>Agenda: budget review</p></body></html>", subtype="html", filename="agenda.html"
+    )
+    msg.add_attachment(
+        b"\x89PNG\r\n\x1a\n" + os.urandom(64), maintype="image", subtype="png", filename="logo.png"
+    )
+    return msg.as_bytes(policy=SMTP)
+
+
+def latin1() -> bytes:
+    body = "Sehr geehrte Damen und Herren,\n\nanbei die Rechnung für März. Grüße aus Köln.\n"
+    return (
+        b"From: =?iso-8859-1?q?J=FCrgen_M=FCller?= <jm@example.de>\r\n"
+        b"To: inbox@example.org\r\n"
+        b"Subject: =?iso-8859-1?q?Rechnung_f=FCr_M=E4rz?=\r\n"
+        b"Message-ID: <latin1-1@example.de>\r\n"
+        b"MIME-Version: 1.0\r\n"
+        b"Content-Type: text/plain; charset=iso-8859-1\r\n"
+        b"Content-Transfer-Encoding: 8bit\r\n\r\n" + body.replace("\n", "\r\n").encode("latin-1")
+    )
+
+
+def shift_jis_rfc2047() -> bytes:
+    subject = "=?utf-8?b?" + base64.b64encode("会議の議題 meeting".encode()).decode() + "?="
+    body = "明日の会議について。agenda attached.\n".encode("shift_jis")
+    return (
+        b"From: =?utf-8?q?Tar=C5=8D?= <taro@example.jp>\r\n"
+        b"To: inbox@example.org\r\n"
+        b"Subject: " + subject.encode() + b"\r\n"
+        b"Message-ID: <sjis-1@example.jp>\r\n"
+        b"MIME-Version: 1.0\r\n"
+        b"Content-Type: text/plain; charset=shift_jis\r\n"
+        b"Content-Transfer-Encoding: 8bit\r\n\r\n" + body
+    )
+
+
+def unknown_charset() -> bytes:
+    return (
+        b"From: x@example.com\r\nSubject: strange charset\r\nMessage-ID: <charset-1@example.com>\r\n"
+        b"Content-Type: text/plain; charset=x-no-such-charset\r\n\r\nHello \xff\xfe world, help please\r\n"
+    )
+
+
+def no_message_id() -> bytes:
+    return plain(subject="Meeting tomorrow (no id)", message_id=None)
+
+
+def duplicate_of_plain() -> bytes:
+    """Same Message-ID as ``plain()``, delivered again through another relay."""
+    return (
+        b"Received: from relay2.example.net by mx.example.org; Sun, 29 Nov 2026 10:05:00 +0000\r\n" + plain()
+    )
+
+
+def truncated_mime() -> bytes:
+    full = multipart_with_attachments(message_id="<truncated-1@example.com>")
+    return full[: len(full) // 2]  # cut in the middle of the PDF's base64, no closing boundary
+
+
+def garbage() -> bytes:
+    return bytes(range(256)) * 8 + b"\x00\xff garbage"
+
+
+def huge_attachment(megabytes: int = 20) -> bytes:
+    msg = _message("Big backup file", message_id="<huge-1@example.com>")
+    msg.set_content("The backup is attached.")
+    msg.add_attachment(
+        b"\x00" * (megabytes * 1024 * 1024),
+        maintype="application",
+        subtype="octet-stream",
+        filename="backup.bin",
+    )
+    return msg.as_bytes(policy=SMTP)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    raw: bytes
+    status: str  # the business status the spec gives it
+
+
+def cases(huge: bool = True) -> list[Case]:
+    found = [
+        Case("plain", plain(), "labelled"),
+        Case("html_only", html_only(), "labelled"),
+        Case("multipart", multipart_with_attachments(), "labelled"),
+        Case("latin1", latin1(), "labelled"),
+        Case("shift_jis_rfc2047", shift_jis_rfc2047(), "labelled"),
+        Case("unknown_charset", unknown_charset(), "labelled"),
+        Case("no_message_id", no_message_id(), "labelled"),
+        Case("duplicate", duplicate_of_plain(), "duplicate"),
+        Case("truncated_mime", truncated_mime(), "labelled"),
+        Case("garbage", garbage(), "labelled"),
+    ]
+    if huge:
+        found.append(Case("huge", huge_attachment(), "labelled"))
+    return found
