@@ -87,7 +87,7 @@ class ProgressReporter:
 
         self.worker, self.job_id, self.attempt = worker, job_id, attempt
         self.interval = settings.JOBS_PROGRESS_INTERVAL
-        self.last_write = 0.0
+        self.last_write = float("-inf")  # the first report is always written
 
     def __call__(self, percent: int, message: str) -> None:
         from jobs.store import set_progress

@@ -3,11 +3,12 @@ and the plan the claim query gets with many finished jobs in the table."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from jobs import sql, store
@@ -91,23 +92,41 @@ def test_claim__skips_rows_locked_by_another_worker(other_connection: psycopg.Co
     assert _claim_ids("w1", ["default"], 2) == [first.pk]
 
 
-def test_claim__two_sessions_claiming_at_once_never_share_a_job(other_connection: psycopg.Connection):
+def test_claim__two_sessions_claiming_at_once_never_share_a_job():
+    """Another worker's claim stays uncommitted while ours runs: ours skips its rows."""
     store.enqueue_many("test.noop", [{"n": n} for n in range(10)])
-    # The other worker claims in its still-open transaction; ours runs meanwhile.
-    theirs = [
-        row[0]
-        for row in other_connection.execute(
-            sql.CLAIM, {"worker": "other", "queues": ["default"], "limit": 4}
-        ).fetchall()
-    ]
+    claimed_theirs, commit = threading.Event(), threading.Event()
+    theirs: list[int] = []
+
+    def other_worker() -> None:
+        try:
+            with transaction.atomic():
+                theirs.extend(_claim_ids("other", ["default"], 4))
+                claimed_theirs.set()
+                commit.wait(10)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=other_worker, daemon=True)
+    thread.start()
+    assert claimed_theirs.wait(10)
     ours = _claim_ids("w1", ["default"], 10)
-    other_connection.commit()
+    commit.set()
+    thread.join(10)
     assert len(theirs) == 4 and len(ours) == 6
     assert not set(theirs) & set(ours)
     assert Job.objects.filter(status=Status.RUNNING, locked_by="other").count() == 4
 
 
-def test_claim__plan_uses_the_partial_index_with_many_finished_jobs():
+@pytest.mark.parametrize(
+    "statement, params",
+    [
+        (sql.CLAIM_ONE_QUEUE, {"queue": "default"}),
+        (sql.CLAIM_QUEUES, {"queues": ["default", "ai"]}),
+    ],
+    ids=["one-queue lane", "several-queue lane"],
+)
+def test_claim__plan_reads_a_partial_index_with_many_finished_jobs(statement, params):
     with connection.cursor() as cursor:
         cursor.execute(
             """
@@ -117,13 +136,9 @@ def test_claim__plan_uses_the_partial_index_with_many_finished_jobs():
               FROM generate_series(1, 20000)
             """
         )
+        store.enqueue_many("test.noop", [{} for _ in range(5)])
         cursor.execute("ANALYZE jobs_job")
-    store.enqueue_many("test.noop", [{} for _ in range(5)])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "EXPLAIN " + sql.CLAIM,
-            {"worker": "w1", "queues": ["default"], "limit": 2},
-        )
+        cursor.execute("EXPLAIN " + statement, {"worker": "w1", "limit": 2, **params})
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "jobs_claim" in plan, plan
+    assert "Index Scan using jobs_claim" in plan, plan
     assert "Seq Scan on jobs_job" not in plan, plan

@@ -1,0 +1,164 @@
+"""Failed tries: the backoff schedule on the row, the audit trail, permanent errors, and
+the operator's cancel and retry."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs import store
+from jobs.errors import InvalidTransition
+from jobs.models import Job, JobAttempt, Status
+from jobs.worker import child
+from tests.integration.conftest import claim_one, make_due
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _run_in_process(claimed: store.ClaimedJob, worker: str = "w1") -> store.Failure | None:
+    """Run the handler as a child process would (same code, no fork): its real failure."""
+    outcome = child.run(
+        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker
+    )
+    return None if outcome is None else store.Failure(*outcome)
+
+
+def test_fail__requeues_with_the_exact_backoff_and_keeps_the_error():
+    job = store.enqueue("test.fail", {})
+    for attempt, delay in [(1, 30), (2, 120)]:
+        claimed = claim_one("w1", "test.fail")
+        assert claimed.attempt == attempt
+        failure = _run_in_process(claimed)
+        before = timezone.now()
+        assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.QUEUED
+        after = timezone.now()
+        job.refresh_from_db()
+        assert job.status == Status.QUEUED
+        assert before + timedelta(seconds=delay) <= job.run_at <= after + timedelta(seconds=delay)
+        assert job.error == "RuntimeError: boom"
+        assert job.attempts == attempt
+        assert store.claim("w1", ["default"], 1) == []  # not due before its backoff
+        make_due(job.pk)
+
+    claimed = claim_one("w1", "test.fail")
+    assert store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed)) == Status.FAILED
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.error) == (Status.FAILED, 3, "RuntimeError: boom")
+    assert job.finished_at is not None
+
+    tries = list(JobAttempt.objects.filter(job=job))
+    assert [(t.attempt, t.outcome) for t in tries] == [(1, "queued"), (2, "queued"), (3, "failed")]
+    for attempt in tries:
+        assert (attempt.type, attempt.worker, attempt.error_class, attempt.error) == (
+            "test.fail",
+            "w1",
+            "RuntimeError",
+            "boom",
+        )
+        assert 'raise RuntimeError("boom")' in attempt.traceback
+        assert attempt.failed_at is not None and attempt.started_at is not None
+
+
+def test_fail__permanent_error_fails_at_once():
+    job = store.enqueue("test.fail", {"permanent": True})
+    claimed = claim_one("w1", "test.fail")
+    failure = _run_in_process(claimed)
+    assert failure.retryable is False
+    assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.FAILED
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (Status.FAILED, 1)
+    assert job.error == "jobs.errors.PermanentError: This input can never work."
+    [attempt] = JobAttempt.objects.filter(job=job)
+    assert (attempt.error_class, attempt.outcome) == ("jobs.errors.PermanentError", "failed")
+
+
+def test_fail__payload_that_does_not_fit_the_handler_fails_at_once():
+    store.enqueue("test.fail", {"unexpected": 1})
+    claimed = claim_one("w1", "test.fail")
+    failure = _run_in_process(claimed)
+    assert failure.error_class == "TypeError" and failure.retryable is False
+    assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.FAILED
+
+
+def test_fail__retried_job_runs_again_and_succeeds():
+    job = store.enqueue("test.flaky", {"fail_times": 1})
+    claimed = claim_one("w1", "test.flaky")
+    assert store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed)) == Status.QUEUED
+    make_due(job.pk)
+    claimed = claim_one("w1", "test.flaky")
+    assert _run_in_process(claimed) is None
+    assert store.complete("w1", [(claimed.id, claimed.attempt)]) == [job.pk]
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.error, job.progress) == (Status.SUCCEEDED, 2, "", 100)
+
+
+# --- cancel and retry -----------------------------------------------------------------------
+
+
+def _job_in(status: str) -> Job:
+    job = store.enqueue("test.fail", {"permanent": True})
+    if status == Status.QUEUED:
+        return job
+    if status == Status.CANCELLED:
+        return store.cancel(job)
+    claimed = claim_one("w1", "test.fail")
+    if status == Status.SUCCEEDED:
+        store.complete("w1", [(claimed.id, claimed.attempt)])
+    elif status == Status.FAILED:
+        store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed))
+    job.refresh_from_db()
+    assert job.status == status
+    return job
+
+
+def test_cancel__a_queued_job():
+    job = store.cancel(_job_in(Status.QUEUED).pk)
+    job.refresh_from_db()
+    assert (job.status, job.message) == (Status.CANCELLED, "Cancelled.")
+    assert job.finished_at is not None
+    assert store.claim("w1", ["default"], 1) == []
+
+
+@pytest.mark.parametrize("status", [Status.RUNNING, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED])
+def test_cancel__refuses_anything_but_a_queued_job(status):
+    job = _job_in(status)
+    with pytest.raises(
+        InvalidTransition, match=rf"Only a queued job can be cancelled; job #{job.pk} is {status}\."
+    ):
+        store.cancel(job)
+    assert Job.objects.get(pk=job.pk).status == status
+
+
+def test_retry__a_failed_job_gets_a_full_new_budget():
+    job = _job_in(Status.FAILED)
+    store.retry(job)
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.error) == (Status.QUEUED, 0, "")
+    assert job.message == "Requeued by an administrator."
+    assert job.locked_by is None and job.finished_at is None
+    assert claim_one("w2", "test.fail").attempt == 1
+    # The audit trail of the earlier tries stays.
+    assert JobAttempt.objects.filter(job=job).count() == 1
+
+
+@pytest.mark.parametrize("status", [Status.QUEUED, Status.RUNNING, Status.SUCCEEDED, Status.CANCELLED])
+def test_retry__refuses_anything_but_a_failed_job(status):
+    job = _job_in(status)
+    with pytest.raises(
+        InvalidTransition, match=rf"Only a failed job can be retried; job #{job.pk} is {status}\."
+    ):
+        store.retry(job.pk)
+    assert Job.objects.get(pk=job.pk).status == status
+
+
+def test_retry__refuses_when_the_dedupe_key_is_taken_again():
+    job = store.enqueue("test.fail", {"permanent": True}, dedupe_key="email-1")
+    claimed = claim_one("w1", "test.fail")
+    store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed))
+    newer = store.enqueue("test.fail", {}, dedupe_key="email-1")
+    with pytest.raises(InvalidTransition, match="dedupe key 'email-1' is already queued or running"):
+        store.retry(job)
+    assert Job.objects.get(pk=job.pk).status == Status.FAILED
+    assert Job.objects.get(pk=newer.pk).status == Status.QUEUED

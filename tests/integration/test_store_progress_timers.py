@@ -1,0 +1,148 @@
+"""A handler's progress reaching the job row (throttled), and timers guarded by a
+PostgreSQL advisory lock so two runs at the same moment never do the same work."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from io import StringIO
+
+import psycopg
+import pytest
+from django.core.management import call_command
+from django.test.utils import override_settings
+
+from jobs import store, timers
+from jobs.context import JobContext
+from jobs.models import Job
+from jobs.worker.child import ProgressReporter
+from tests.conftest import wait_for
+from tests.integration.conftest import claim_one
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _progress(job_id: int) -> tuple[int | None, str]:
+    return Job.objects.values_list("progress", "progress_message").get(pk=job_id)
+
+
+def _context(claimed: store.ClaimedJob, worker: str = "w1") -> JobContext:
+    return JobContext(
+        job_id=claimed.id,
+        type_name=claimed.type,
+        attempt=claimed.attempt,
+        max_attempts=claimed.max_attempts,
+        worker=worker,
+        report=ProgressReporter(worker, claimed.id, claimed.attempt),
+    )
+
+
+@override_settings(JOBS_PROGRESS_INTERVAL=3600)
+def test_progress__first_report_reaches_the_row_then_writes_are_throttled():
+    store.enqueue("test.progress", {})
+    claimed = claim_one("w1", "test.progress")
+    ctx = _context(claimed)
+
+    ctx.progress(12.7, "step 1 of 5")
+    assert _progress(claimed.id) == (12, "step 1 of 5")
+    ctx.progress(40, "step 2 of 5")  # within the interval: not written
+    assert _progress(claimed.id) == (12, "step 1 of 5")
+    ctx.progress(250, "done")  # clamped to 100, and 100 is always written
+    assert _progress(claimed.id) == (100, "done")
+
+
+@override_settings(JOBS_PROGRESS_INTERVAL=0.2)
+def test_progress__a_later_report_is_written_once_the_interval_passed():
+    store.enqueue("test.progress", {})
+    claimed = claim_one("w1", "test.progress")
+    ctx = _context(claimed)
+    ctx.progress(10, "first")
+
+    def reported() -> bool:
+        ctx.progress(60, "later")
+        return _progress(claimed.id) == (60, "later")
+
+    wait_for(reported, timeout=5, message="the throttled progress write")
+
+
+def test_progress__refreshes_the_heartbeat_and_is_fenced():
+    store.enqueue("test.progress", {})
+    claimed = claim_one("w1", "test.progress")
+    assert store.set_progress("w1", claimed.id, claimed.attempt, 30, "x" * 600) is True
+    job = Job.objects.get(pk=claimed.id)
+    assert (job.progress, len(job.progress_message)) == (30, 500)
+    assert store.set_progress("w2", claimed.id, claimed.attempt, 40, "not mine") is False
+    assert _progress(claimed.id)[0] == 30
+
+
+# --- timers ---------------------------------------------------------------------------------
+
+calls: list[str] = []
+
+
+def _count_step() -> str:
+    calls.append("count")
+    return "counted"
+
+
+def _broken_step() -> str:
+    raise RuntimeError("step broke")
+
+
+@pytest.fixture
+def test_timer() -> Iterator[str]:
+    """A timer of two steps for these tests only; removed afterwards."""
+    calls.clear()
+    timers.periodic("test.timer", every=60)(_broken_step)
+    timers.periodic("test.timer", every=30)(_count_step)
+    yield "test.timer"
+    timers._steps.pop("test.timer", None)
+
+
+def _advisory_key(step_name: str) -> int:
+    return zlib.crc32(f"jobs.timer:{step_name}".encode())
+
+
+def test_run_timer__skips_a_step_whose_lock_another_session_holds(
+    test_timer: str, other_connection: psycopg.Connection
+):
+    step = f"{__name__}._count_step"
+    other_connection.execute("SELECT pg_advisory_lock(%s)", [_advisory_key(step)])
+
+    results = timers.run_timer(test_timer)
+    assert results[step] == "skipped: already running elsewhere"
+    assert calls == []
+
+    other_connection.execute("SELECT pg_advisory_unlock(%s)", [_advisory_key(step)])
+    assert timers.run_timer(test_timer)[step] == "counted"
+    assert calls == ["count"]
+
+
+def test_run_timer__releases_its_locks_so_another_session_can_run_next(
+    test_timer: str, other_connection: psycopg.Connection
+):
+    timers.run_timer(test_timer)
+    step = f"{__name__}._count_step"
+    acquired = other_connection.execute("SELECT pg_try_advisory_lock(%s)", [_advisory_key(step)]).fetchone()[
+        0
+    ]
+    assert acquired is True
+
+
+def test_run_timer__a_failing_step_does_not_stop_the_others(test_timer: str):
+    results = timers.run_timer(test_timer)
+    assert results[f"{__name__}._broken_step"] == "failed: step broke"
+    assert results[f"{__name__}._count_step"] == "counted"
+    assert timers.interval(test_timer) == 30
+
+
+def test_run_timer__unknown_timer_is_refused():
+    with pytest.raises(KeyError, match="Unknown timer 'nope'"):
+        timers.run_timer("nope")
+
+
+def test_sweep_command__runs_the_reaper_and_pruning():
+    out = StringIO()
+    call_command("sweep", stdout=out)
+    assert "jobs.tasks.reap_silent_jobs: 0 requeued, 0 failed" in out.getvalue()
+    assert "jobs.tasks.prune_finished_jobs: 0 pruned" in out.getvalue()

@@ -1,0 +1,262 @@
+"""Recovery on real PostgreSQL: fencing of late results, the reaper, a worker's own
+leftovers at start-up, the worker registry, releasing at shutdown, and pruning."""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext, override_settings
+from django.utils import timezone
+
+from jobs import store
+from jobs.errors import InvalidTransition
+from jobs.models import Job, JobAttempt, Status, Worker
+from tests.integration.conftest import claim_one, make_silent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BOOM = store.Failure("RuntimeError", "boom", "Traceback ...")
+
+
+def _reclaimed_by_another_worker(job: Job) -> tuple[store.ClaimedJob, store.ClaimedJob]:
+    """w1 claims, goes silent, the reaper takes the job back, w2 claims it."""
+    stale = claim_one("w1")
+    make_silent(job.pk, 3600)
+    assert store.reap() == store.ReapResult(requeued=1)
+    fresh = claim_one("w2")
+    assert (fresh.id, fresh.attempt) == (job.pk, 2)
+    return stale, fresh
+
+
+# --- fencing --------------------------------------------------------------------------------
+
+
+def test_complete__late_result_of_a_reaped_job_is_dropped(caplog):
+    job = store.enqueue("test.noop", {})
+    stale, fresh = _reclaimed_by_another_worker(job)
+
+    with caplog.at_level(logging.WARNING, logger="jobs.store"):
+        assert store.complete("w1", [(stale.id, stale.attempt)]) == []
+    assert "Dropped late results" in caplog.text
+    job.refresh_from_db()
+    assert (job.status, job.locked_by, job.attempts) == (Status.RUNNING, "w2", 2)
+
+    assert store.complete("w2", [(fresh.id, fresh.attempt)]) == [job.pk]
+    # Applying the same result again changes nothing.
+    assert store.complete("w2", [(fresh.id, fresh.attempt)]) == []
+    job.refresh_from_db()
+    assert job.status == Status.SUCCEEDED
+
+
+def test_fail__late_failure_of_a_reaped_job_is_dropped():
+    job = store.enqueue("test.noop", {})
+    stale, _ = _reclaimed_by_another_worker(job)
+    attempts_before = JobAttempt.objects.count()
+
+    assert store.fail("w1", stale.id, stale.attempt, BOOM) is None
+    job.refresh_from_db()
+    assert (job.status, job.locked_by, job.error) == (Status.RUNNING, "w2", "")
+    assert JobAttempt.objects.count() == attempts_before
+
+
+def test_complete__stale_attempt_of_the_same_worker_is_dropped():
+    job = store.enqueue("test.noop", {})
+    first = claim_one("w1")
+    make_silent(job.pk, 3600)
+    store.reap()
+    second = claim_one("w1")
+    assert store.complete("w1", [(first.id, first.attempt)]) == []
+    assert store.set_progress("w1", first.id, first.attempt, 50, "late") is False
+    assert store.release("w1", [(first.id, first.attempt)]) == 0
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.progress) == (Status.RUNNING, 2, None)
+    assert store.complete("w1", [(second.id, second.attempt)]) == [job.pk]
+
+
+def test_complete__batch_applies_only_the_fenced_rows():
+    jobs = [store.enqueue("test.noop", {"n": n}) for n in range(3)]
+    claimed = store.claim("w1", ["default"], 3)
+    make_silent(jobs[1].pk, 3600)
+    store.reap()
+    applied = store.complete("w1", [(c.id, c.attempt) for c in claimed])
+    assert sorted(applied) == [jobs[0].pk, jobs[2].pk]
+    assert Job.objects.get(pk=jobs[1].pk).status == Status.QUEUED
+
+
+# --- the reaper -----------------------------------------------------------------------------
+
+
+@override_settings(JOBS_REAP_AFTER=300, JOBS_WORKER_LEASE=60)
+def test_reap__requeues_silent_jobs_and_leaves_live_ones():
+    silent = store.enqueue("test.noop", {"n": "silent"})
+    live = store.enqueue("test.noop", {"n": "live"})
+    store.claim("w1", ["default"], 2)
+    make_silent(silent.pk, 301)
+    make_silent(live.pk, 299)
+
+    assert store.reap() == store.ReapResult(requeued=1, failed=0)
+    silent.refresh_from_db()
+    live.refresh_from_db()
+    assert (silent.status, silent.message, silent.locked_by) == (
+        Status.QUEUED,
+        "Requeued after a worker restart.",
+        None,
+    )
+    assert silent.attempts == 1  # the lost try counts
+    assert live.status == Status.RUNNING
+    [lost] = JobAttempt.objects.filter(job=silent)
+    assert (lost.error_class, lost.worker, lost.outcome) == ("WorkerLost", "w1", "queued")
+    # Requeued for now, not after a backoff: another worker takes it at once.
+    assert claim_one("w2").id == silent.pk
+
+
+def test_reap__fails_a_silent_job_whose_budget_is_spent():
+    job = store.enqueue("test.fail", {})  # 3 attempts
+    for _ in range(3):
+        claim_one("w1", "test.fail")
+        make_silent(job.pk, 3600)
+        store.reap()
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (Status.FAILED, 3)
+    assert job.message == job.error == "Worker died and the retry budget is exhausted."
+    assert job.finished_at is not None
+    assert list(JobAttempt.objects.filter(job=job).values_list("outcome", flat=True)) == [
+        "queued",
+        "queued",
+        "failed",
+    ]
+
+
+@override_settings(JOBS_REAP_AFTER=300, JOBS_WORKER_LEASE=60)
+def test_reap__takes_back_jobs_of_a_worker_past_its_lease():
+    store.register_worker("dead", "host-a", 1, ["default:2"])
+    store.register_worker("alive", "host-b", 2, ["default:2"])
+    dead_job = store.enqueue("test.noop", {"n": 1})
+    alive_job = store.enqueue("test.noop", {"n": 2})
+    claim_one("dead")
+    claim_one("alive")
+    Worker.objects.filter(name="dead").update(last_seen=timezone.now() - timedelta(seconds=61))
+
+    assert store.reap() == store.ReapResult(requeued=1)
+    assert Job.objects.get(pk=dead_job.pk).status == Status.QUEUED
+    assert Job.objects.get(pk=alive_job.pk).status == Status.RUNNING
+
+
+def test_heartbeat__keeps_a_workers_jobs_and_row_alive():
+    store.register_worker("w1", "host", 1, ["default:1"])
+    job = store.enqueue("test.noop", {})
+    claim_one("w1")
+    make_silent(job.pk, 3600)
+    Worker.objects.filter(name="w1").update(last_seen=timezone.now() - timedelta(hours=1))
+    assert store.heartbeat("w1") == 1
+    assert store.reap() == store.ReapResult()
+    assert Job.objects.get(pk=job.pk).status == Status.RUNNING
+    assert Worker.objects.get(name="w1").last_seen > timezone.now() - timedelta(seconds=5)
+
+
+# --- the worker registry --------------------------------------------------------------------
+
+
+@override_settings(JOBS_WORKER_LEASE=60)
+def test_register_worker__requeues_its_own_leftover_running_jobs():
+    store.register_worker("w1", "host", 100, ["default:1"])
+    store.register_worker("w2", "host", 200, ["default:1"])
+    own = store.enqueue("test.noop", {"n": "own"})
+    others = store.enqueue("test.noop", {"n": "others"})
+    claim_one("w1")
+    claim_one("w2")
+    # w1 died (its lease ran out) and restarts under its name with a new pid: the job it
+    # had cannot be running any more.
+    Worker.objects.filter(name="w1").update(last_seen=timezone.now() - timedelta(hours=1))
+    assert store.register_worker("w1", "host", 101, ["default:1"]) == store.ReapResult(requeued=1)
+    own.refresh_from_db()
+    assert (own.status, own.message, own.locked_by) == (
+        Status.QUEUED,
+        "Requeued after a worker restart.",
+        None,
+    )
+    assert Job.objects.get(pk=others.pk).status == Status.RUNNING  # a live worker's job
+    assert Worker.objects.get(name="w1").pid == 101
+
+
+def test_register_worker__refuses_a_name_a_live_worker_uses():
+    store.register_worker("w1", "host-a", 100, ["default:1"])
+    with pytest.raises(
+        InvalidTransition, match=r"A live worker already runs under the name 'w1' \(pid 100 on host-a\)"
+    ):
+        store.register_worker("w1", "host-b", 200, ["default:1"])
+    assert Worker.objects.get(name="w1").host == "host-a"
+
+
+@override_settings(JOBS_WORKER_LEASE=60)
+def test_register_worker__takes_over_the_name_of_a_stopped_or_dead_worker():
+    store.register_worker("w1", "host-a", 100, ["default:1"])
+    store.unregister_worker("w1")
+    store.register_worker("w1", "host-b", 200, ["default:1"])
+    Worker.objects.filter(name="w1").update(last_seen=timezone.now() - timedelta(seconds=61))
+    store.register_worker("w1", "host-c", 300, ["default:1"])
+    worker = Worker.objects.get(name="w1")
+    assert (worker.host, worker.pid, worker.stopped_at) == ("host-c", 300, None)
+
+
+# --- release at shutdown --------------------------------------------------------------------
+
+
+def test_release__requeues_at_once_without_using_an_attempt():
+    job = store.enqueue("test.noop", {})
+    claimed = claim_one("w1")
+    assert store.release("w1", [(claimed.id, claimed.attempt)], store.REQUEUED_AT_SHUTDOWN) == 1
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.locked_by) == (Status.QUEUED, 0, None)
+    assert job.message == "Stopped at worker shutdown and requeued."
+    assert not JobAttempt.objects.exists()
+    assert claim_one("w2").attempt == 1
+
+
+# --- prune ----------------------------------------------------------------------------------
+
+
+def test_prune__deletes_only_old_finished_jobs_in_batches():
+    old = timezone.now() - timedelta(days=30)
+    recent = timezone.now() - timedelta(days=1)
+    finished = []
+    for status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED):
+        for _ in range(3):
+            finished.append(store.enqueue("test.noop", {}).pk)
+            Job.objects.filter(pk=finished[-1]).update(status=status, finished_at=old)
+    with_attempt = store.enqueue("test.noop", {})
+    claimed = claim_one("w1")
+    store.fail("w1", claimed.id, claimed.attempt, store.Failure("E", "x", retryable=False))
+    Job.objects.filter(pk=with_attempt.pk).update(finished_at=old)
+    kept_recent = store.enqueue("test.noop", {})
+    Job.objects.filter(pk=kept_recent.pk).update(status=Status.SUCCEEDED, finished_at=recent)
+    kept_queued = store.enqueue("test.noop", {})
+    Job.objects.filter(pk=kept_queued.pk).update(created_at=old, run_at=old)
+
+    with CaptureQueriesContext(connection) as queries:
+        assert store.prune(timedelta(days=14), batch_size=4) == 10
+    statements = [q["sql"] for q in queries]
+    deletes = [i for i, text in enumerate(statements) if text.startswith('DELETE FROM "jobs_job"')]
+    # One short transaction per batch of at most four ids: 4 + 4 + 2.
+    assert [len(re.search(r"IN \((.*)\)", statements[i]).group(1).split(",")) for i in deletes] == [4, 4, 2]
+    assert all(statements[i - 1] == "BEGIN" and statements[i + 1] == "COMMIT" for i in deletes)
+    assert set(Job.objects.values_list("pk", flat=True)) == {kept_recent.pk, kept_queued.pk}
+    assert not JobAttempt.objects.exists()
+
+
+@override_settings(JOBS_KEEP_FINISHED_DAYS=14, JOBS_PRUNE_BATCH=5000)
+def test_prune__uses_the_retention_setting_and_drops_stopped_workers():
+    job = store.enqueue("test.noop", {})
+    Job.objects.filter(pk=job.pk).update(
+        status=Status.SUCCEEDED, finished_at=timezone.now() - timedelta(days=15)
+    )
+    store.register_worker("gone", "host", 1, [])
+    store.unregister_worker("gone")
+    Worker.objects.filter(name="gone").update(stopped_at=timezone.now() - timedelta(days=15))
+    store.register_worker("here", "host", 2, [])
+    assert store.prune() == 1
+    assert list(Worker.objects.values_list("name", flat=True)) == ["here"]
