@@ -1,0 +1,231 @@
+"""Admin for the pipeline: the email list (status, review, sender, subject, received,
+origin) with each email's runs, artifacts, errors and jobs on its page, a reprocess action,
+and the model-calls switch (who changed it and when is recorded on save)."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html, format_html_join
+
+from jobs.models import Job
+from pipeline import switch
+from pipeline.intake import PROCESS_JOB, enqueue_processing
+from pipeline.models import (
+    Attachment,
+    EmailMessage,
+    ModelCallSwitch,
+    PipelineError,
+    PipelineRun,
+)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+class RunInline(ReadOnlyInline):
+    model = PipelineRun
+    fields = ("opened_at", "updated_at", "closed_at", "outcome", "sweep_count", "classified", "last_error")
+    readonly_fields = fields
+
+
+class AttachmentInline(ReadOnlyInline):
+    model = Attachment
+    fields = ("position", "filename", "content_type", "size", "converted", "note", "text_preview")
+    readonly_fields = fields
+
+    @admin.display(description="text")
+    def text_preview(self, obj: Attachment) -> str:
+        return obj.text[:300]
+
+
+class ErrorInline(ReadOnlyInline):
+    model = PipelineError
+    fields = ("occurred_at", "error_class", "run", "job_id", "text")
+    readonly_fields = fields
+
+
+@admin.register(EmailMessage)
+class EmailMessageAdmin(admin.ModelAdmin):
+    list_display = ("id", "status", "needs_review", "sender", "subject", "received_at", "origin_link")
+    list_filter = ("status", "needs_review")
+    search_fields = ("subject", "sender", "message_id")
+    list_select_related = ("origin",)
+    date_hierarchy = "received_at"
+    actions = ["reprocess"]
+    inlines = [RunInline, AttachmentInline, ErrorInline]
+    readonly_fields = (
+        "message_id",
+        "sender",
+        "subject",
+        "received_at",
+        "status",
+        "labels",
+        "origin",
+        "blob_name",
+        "size",
+        "sha256",
+        "source",
+        "parsed_headers",
+        "body_text",
+        "defects",
+        "classification_info",
+        "index_info",
+        "jobs",
+    )
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": (
+                    "subject",
+                    "sender",
+                    "message_id",
+                    "received_at",
+                    "status",
+                    "needs_review",
+                    "labels",
+                )
+            },
+        ),
+        ("Origin and storage", {"fields": ("origin", "source", "blob_name", "size", "sha256")}),
+        (
+            "Artifacts",
+            {"fields": ("parsed_headers", "body_text", "defects", "classification_info", "index_info")},
+        ),
+        ("Jobs", {"fields": ("jobs",)}),
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # emails arrive through intake (import_mail, receive), never by hand
+
+    @admin.display(description="origin", ordering="origin")
+    def origin_link(self, obj: EmailMessage) -> str:
+        if obj.origin_id is None:
+            return "-"
+        url = reverse("admin:pipeline_emailmessage_change", args=[obj.origin_id])
+        return format_html('<a href="{}">#{}</a>', url, obj.origin_id)
+
+    def _parsed(self, obj: EmailMessage):
+        return getattr(obj, "parsed", None) if obj.pk else None
+
+    @admin.display(description="headers")
+    def parsed_headers(self, obj: EmailMessage) -> str:
+        parsed = self._parsed(obj)
+        if parsed is None:
+            return "-"
+        return format_html(
+            "<table>{}</table>",
+            format_html_join(
+                "", "<tr><th>{}</th><td>{}</td></tr>", ((name, value[:300]) for name, value in parsed.headers)
+            ),
+        )
+
+    @admin.display(description="text body")
+    def body_text(self, obj: EmailMessage) -> str:
+        parsed = self._parsed(obj)
+        return (
+            format_html("<pre style='white-space: pre-wrap'>{}</pre>", parsed.body_text[:5000])
+            if parsed
+            else "-"
+        )
+
+    @admin.display(description="parser defects")
+    def defects(self, obj: EmailMessage) -> str:
+        parsed = self._parsed(obj)
+        return "; ".join(parsed.defects) if parsed and parsed.defects else "-"
+
+    @admin.display(description="classification")
+    def classification_info(self, obj: EmailMessage) -> str:
+        record = getattr(obj, "classification", None) if obj.pk else None
+        if record is None:
+            return "-"
+        return format_html(
+            "{} by {} at {}<br><code>{}</code>",
+            ", ".join(record.labels),
+            record.model,
+            record.classified_at,
+            record.raw_response[:1000],
+        )
+
+    @admin.display(description="index record")
+    def index_info(self, obj: EmailMessage) -> str:
+        record = getattr(obj, "index_record", None) if obj.pk else None
+        if record is None:
+            return "-"
+        return f"{len(record.text)} characters indexed at {record.indexed_at}"
+
+    @admin.display(description="email.process jobs")
+    def jobs(self, obj: EmailMessage) -> str:
+        rows = Job.objects.filter(type=PROCESS_JOB, dedupe_key=obj.dedupe_key).order_by("-id")[:20]
+        if not rows:
+            return "-"
+        return format_html(
+            "<table><tr><th>job</th><th>status</th><th>tries</th><th>created</th><th>error</th></tr>{}</table>",
+            format_html_join(
+                "",
+                "<tr><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td></tr>",
+                (
+                    (
+                        _job_link(job),
+                        job.status,
+                        job.attempts,
+                        job.max_attempts,
+                        job.created_at,
+                        job.error[:200],
+                    )
+                    for job in rows
+                ),
+            ),
+        )
+
+    @admin.action(description="Reprocess selected emails")
+    def reprocess(self, request: HttpRequest, queryset: QuerySet[EmailMessage]) -> None:
+        queued = 0
+        for email in queryset.only("pk")[:1000]:
+            EmailMessage.objects.filter(pk=email.pk).update(needs_review=False)
+            enqueue_processing(email.pk)
+            queued += 1
+        self.message_user(request, f"Queued {queued} email(s) for processing.", messages.SUCCESS)
+
+
+def _job_link(job: Job) -> str:
+    try:
+        url = reverse("admin:platform_job_change", args=[job.pk])
+    except NoReverseMatch:
+        return f"#{job.pk}"
+    return format_html('<a href="{}">#{}</a>', url, job.pk)
+
+
+@admin.register(ModelCallSwitch)
+class ModelCallSwitchAdmin(admin.ModelAdmin):
+    """One row; the list goes straight to it. Saving goes through ``switch.set_model_calls``
+    so who/when are recorded and switching on queues the sweep."""
+
+    fields = ("enabled", "changed_by", "changed_at")
+    readonly_fields = ("changed_by", "changed_at")
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        row = switch.current()
+        return HttpResponseRedirect(reverse("admin:pipeline_modelcallswitch_change", args=[row.pk]))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: ModelCallSwitch, form: object, change: bool) -> None:
+        updated = switch.set_model_calls(obj.enabled, request.user)
+        obj.changed_by, obj.changed_at = updated.changed_by, updated.changed_at

@@ -1,0 +1,38 @@
+"""Fixtures for the pipeline tests: a private blob folder (shared with the workers the
+test starts), model calls on, and small helpers to look at rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.files.storage import FileSystemStorage
+
+
+@pytest.fixture(autouse=True)
+def blob_root(tmp_path: Path, settings) -> Path:
+    """Blob storage in this test's own folder, in-process and for started workers."""
+    var_dir = tmp_path / "var"
+    root = var_dir / "blobs"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "blobs": {
+            "BACKEND": f"{FileSystemStorage.__module__}.{FileSystemStorage.__qualname__}",
+            "OPTIONS": {"location": root, "allow_overwrite": True},
+        },
+    }
+    settings.MODEL_PROVIDER = "local"
+    settings.MODEL_CALLS_DEFAULT = True
+    settings.SEARCH_INDEX = True
+    return root
+
+
+@pytest.fixture
+def worker_env(worker_env: dict[str, str], blob_root: Path) -> dict[str, str]:
+    return {
+        **worker_env,
+        "VAR_DIR": str(blob_root.parent),
+        "BLOB_STORAGE": "local",
+        "MODEL_PROVIDER": "local",
+        "MODEL_CALLS_DEFAULT": "true",
+    }

@@ -1,0 +1,120 @@
+"""Parsing, conversion and classification without a database."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline import classify, convert, parsing
+from pipeline.errors import ModelCallError
+from tests.pipeline import corpus
+
+
+def test_parse__plain_email_gives_headers_and_body():
+    parsed = parsing.parse(corpus.plain())
+    assert parsed.message_id == "<plain-1@example.com>"
+    assert parsed.subject == "Invoice 42 for November"
+    assert "Payment due" in parsed.body_text
+    assert ("Subject", "Invoice 42 for November") in parsed.headers
+    assert parsed.defects == [] and parsed.attachments == []
+
+
+def test_parse__html_only_email_is_turned_into_readable_text():
+    text = parsing.parse(corpus.html_only()).body_text
+    assert "Big news this week." in text
+    assert "<p>" not in text and "color: red" not in text
+
+
+def test_parse__attachments_are_converted_or_recorded_as_unconvertible():
+    parts = {part.filename: part for part in parsing.parse(corpus.multipart_with_attachments()).attachments}
+    assert "Quarterly revenue grew strongly" in parts["report.pdf"].text
+    assert parts["agenda.html"].text == "Agenda: budget review"
+    assert parts["logo.png"].text is None and "image/png" in parts["logo.png"].note
+
+
+def test_parse__non_utf8_charsets_and_rfc2047_headers_are_decoded():
+    latin = parsing.parse(corpus.latin1())
+    assert latin.subject == "Rechnung für März"
+    assert "Jürgen Müller" in latin.sender and "Grüße aus Köln" in latin.body_text
+    japanese = parsing.parse(corpus.shift_jis_rfc2047())
+    assert japanese.subject == "会議の議題 meeting"
+    assert "明日の会議" in japanese.body_text
+
+
+def test_parse__unknown_charset_is_read_as_utf8_with_a_defect():
+    parsed = parsing.parse(corpus.unknown_charset())
+    assert "help please" in parsed.body_text
+    assert any("x-no-such-charset" in defect for defect in parsed.defects)
+
+
+def test_parse__truncated_mime_is_parsed_as_far_as_possible():
+    parsed = parsing.parse(corpus.truncated_mime())
+    assert parsed.subject == "Quarterly report and meeting agenda"
+    assert any("CloseBoundaryNotFound" in defect for defect in parsed.defects)
+    assert [part.filename for part in parsed.attachments] == ["report.pdf"]
+    assert parsed.attachments[0].text is None and "conversion failed" in parsed.attachments[0].note
+
+
+def test_parse__garbage_bytes_never_raise():
+    parsed = parsing.parse(corpus.garbage())
+    assert parsed.defects
+    assert "\x00" not in parsed.body_text
+
+
+def test_normalise_message_id__strips_brackets_space_and_lowercases_the_domain():
+    assert parsing.normalise_message_id(" <Abc.Def@Example.COM> ") == "<Abc.Def@example.com>"
+    assert parsing.normalise_message_id("no-brackets@X.org") == "<no-brackets@x.org>"
+    assert parsing.normalise_message_id("") == ""
+
+
+def test_content_key__ignores_trace_headers_and_line_endings():
+    raw = corpus.no_message_id()
+    relayed = b"Received: from a by b\r\n\tfor <x@y>; today\r\nReturn-Path: <z@y>\r\n" + raw
+    assert parsing.content_key(raw) == parsing.content_key(relayed)
+    assert parsing.content_key(raw) == parsing.content_key(raw.replace(b"\r\n", b"\n"))
+    assert parsing.content_key(raw) != parsing.content_key(raw.replace(b"Meeting", b"Meating"))
+
+
+def test_html_to_text__skips_scripts_and_keeps_blocks_apart():
+    html = "<div>one</div><script>alert(1)</script><p>two &amp; three</p>"
+    assert convert.html_to_text(html) == "one\ntwo & three"
+
+
+def test_classify_local__matches_keywords_deterministically(settings):
+    settings.PIPELINE_CLASSIFIER_RULES = ""
+    assert classify.classify_local("Invoice", "see agenda").labels == ["invoice", "meeting"]
+    assert classify.classify_local("Hi", "nothing here").labels == ["other"]
+
+
+def test_classify_local__rules_come_from_settings(settings):
+    settings.PIPELINE_CLASSIFIER_RULES = json.dumps({"urgent": ["asap"]})
+    assert classify.classify_local("Please ASAP", "").labels == ["urgent"]
+
+
+def test_classify_local__bad_rules_name_the_setting(settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.PIPELINE_CLASSIFIER_RULES = "{not json"
+    with pytest.raises(ImproperlyConfigured, match="PIPELINE_CLASSIFIER_RULES"):
+        classify.classify_local("a", "b")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "not json",
+        "[]",
+        '{"labels": []}',
+        '{"labels": "invoice"}',
+        '{"labels": ["Has Space"]}',
+        '{"tags": ["a"]}',
+    ],
+)
+def test_validate_answer__rejects_anything_but_the_agreed_shape(answer):
+    with pytest.raises(ModelCallError):
+        classify.validate_answer(answer)
+
+
+def test_validate_answer__accepts_the_agreed_shape():
+    assert classify.validate_answer('{"labels": ["support", "invoice", "support"]}') == ["invoice", "support"]

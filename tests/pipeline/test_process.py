@@ -1,0 +1,248 @@
+"""The ``email.process`` steps in-process on PostgreSQL, and its error classes: indexing
+outage, model timeout, invalid model answer (botocore Stubber), an unexpected exception."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from django.db import OperationalError, connection
+
+from pipeline import classify, intake, process, search, switch
+from pipeline.errors import EmailMissing, ModelCallError
+from pipeline.models import EmailMessage, Origin, PipelineError, PipelineRun, RunOutcome, Status
+from tests.conftest import wait_for
+from tests.pipeline import corpus
+
+pytestmark = pytest.mark.django_db
+
+
+def _email(raw: bytes | None = None) -> EmailMessage:
+    return intake.receive(raw or corpus.multipart_with_attachments()).email
+
+
+def test_process__runs_every_step_to_labelled():
+    email = _email()
+    steps: list[tuple[float, str]] = []
+    assert process.process_email(
+        email.pk, progress=lambda percent, message: steps.append((percent, message))
+    ) == ("labelled")
+    email.refresh_from_db()
+    assert email.status == Status.LABELLED and email.labels == ["meeting"]
+    assert {part.filename: part.converted for part in email.attachments.all()} == {
+        "report.pdf": True,
+        "agenda.html": True,
+        "logo.png": False,
+    }
+    assert email.classification.model == "local-rules"
+    assert "Quarterly revenue" in email.index_record.text
+    run = email.runs.get()
+    assert run.outcome == RunOutcome.LABELLED and run.closed_at and run.classified
+    assert [percent for percent, _ in steps] == sorted(percent for percent, _ in steps) and steps[-1][
+        0
+    ] == 100
+
+
+def test_search__finds_emails_by_their_text():
+    email = _email()
+    other = _email(corpus.latin1())
+    process.process_email(email.pk)
+    process.process_email(other.pk)
+    assert connection.vendor == "postgresql"
+    assert list(search.search("revenue")) == [email]
+    assert list(search.search("Köln")) == [other]
+
+
+def test_process__a_copy_is_linked_to_its_origin_and_finishes_there(monkeypatch):
+    first, copy = _email(corpus.plain()), _email(corpus.duplicate_of_plain())
+    process.process_email(first.pk)
+    monkeypatch.setattr(classify, "classify", lambda *a: pytest.fail("a copy must not reach the model"))
+    assert process.process_email(copy.pk) == "duplicate"
+    copy.refresh_from_db()
+    assert copy.status == Status.DUPLICATE and copy.origin_id == first.pk
+    assert not hasattr(copy, "parsed") or not copy.attachments.exists()
+    assert copy.runs.get().outcome == RunOutcome.DUPLICATE
+    assert Origin.objects.get().email_id == first.pk
+
+
+def test_process__email_without_message_id_gets_a_content_origin():
+    email = _email(corpus.no_message_id())
+    process.process_email(email.pk)
+    assert Origin.objects.get(email=email).key.startswith("sha256:")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_process__two_copies_at_once_end_with_one_origin():
+    emails = [_email(corpus.plain()), _email(corpus.duplicate_of_plain())]
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def run(email_id: int) -> None:
+        try:
+            barrier.wait(timeout=10)
+            outcomes.append(process.process_email(email_id))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(email.pk,)) for email in emails]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(outcomes) == ["duplicate", "labelled"]
+    origin = Origin.objects.get()
+    assert EmailMessage.objects.get(status=Status.DUPLICATE).origin_id == origin.email_id
+
+
+def test_process__missing_row_is_a_permanent_error():
+    with pytest.raises(EmailMissing) as caught:
+        process.process_email(999_999)
+    from jobs.errors import PermanentError
+
+    assert isinstance(caught.value, PermanentError)
+
+
+def test_process__model_calls_off_leaves_the_run_open_never_classified(monkeypatch):
+    switch.set_model_calls(False)
+    email = _email()
+    assert process.process_email(email.pk) == process.WAITING
+    email.refresh_from_db()
+    run = email.runs.get()
+    assert email.status == Status.PARSED and run.is_open and not run.classified
+    assert not hasattr(email, "classification") or not email.labels
+
+
+def test_indexing_outage__marks_partially_indexed_and_finishes_what_it_can(monkeypatch):
+    def unreachable(email_id: int, text: str) -> None:
+        raise OperationalError("could not connect to the search index")
+
+    monkeypatch.setattr(search, "_write", unreachable)
+    email = _email()
+    assert process.process_email(email.pk, job_id=77) == "partially_indexed"
+    email.refresh_from_db()
+    assert email.status == Status.PARTIALLY_INDEXED and email.labels == ["meeting"]
+    error = PipelineError.objects.get()
+    assert error.error_class == "pipeline.errors.IndexingError" and error.job_id == 77
+    assert "could not connect" in error.text and error.email_id == email.pk
+    assert email.runs.get().outcome == RunOutcome.PARTIALLY_INDEXED
+
+
+def test_unexpected_exception__fails_the_email_logs_it_and_is_raised_for_a_retry(monkeypatch):
+    def broken(*args: object) -> None:
+        raise RuntimeError("converter exploded")
+
+    monkeypatch.setattr(process.classify, "classify", broken)
+    email = _email()
+    with pytest.raises(RuntimeError):
+        process.process_email(email.pk, job_id=5)
+    email.refresh_from_db()
+    assert email.status == Status.FAILED
+    error = PipelineError.objects.get()
+    assert (error.error_class, error.text, error.job_id) == ("RuntimeError", "converter exploded", 5)
+    run = email.runs.get()
+    assert run.is_open and "converter exploded" in run.last_error
+    # The retry starts from the top and succeeds once the cause is gone.
+    monkeypatch.undo()
+    assert process.process_email(email.pk) == "labelled"
+    assert PipelineRun.objects.filter(email=email).count() == 1
+
+
+# --- Bedrock --------------------------------------------------------------------------------
+
+
+def _converse_response(text: str) -> dict:
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+        "metrics": {"latencyMs": 12},
+    }
+
+
+@pytest.fixture
+def bedrock(settings, monkeypatch):
+    settings.MODEL_PROVIDER = "bedrock"
+    settings.BEDROCK_MODEL_ID = "test-model"
+    client = boto3.client(
+        "bedrock-runtime", region_name="eu-central-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    monkeypatch.setattr(classify, "bedrock_client", lambda: client)
+    with Stubber(client) as stubber:
+        yield stubber
+
+
+def test_bedrock__a_valid_answer_gives_the_labels(bedrock):
+    bedrock.add_response("converse", _converse_response('{"labels": ["report", "meeting"]}'))
+    email = _email()
+    assert process.process_email(email.pk) == "labelled"
+    email.refresh_from_db()
+    assert email.labels == ["meeting", "report"]
+    assert email.classification.model == "test-model"
+    bedrock.assert_no_pending_responses()
+
+
+def test_bedrock__an_invalid_answer_is_a_model_call_error(bedrock):
+    bedrock.add_response("converse", _converse_response("Sure! The labels are: meeting"))
+    email = _email()
+    with pytest.raises(ModelCallError) as caught:
+        process.process_email(email.pk, job_id=9)
+    from jobs.errors import RetryableError
+
+    assert isinstance(caught.value, RetryableError)
+    email.refresh_from_db()
+    assert email.status == Status.FAILED
+    error = PipelineError.objects.get()
+    assert error.error_class == "pipeline.errors.ModelCallError" and "not JSON" in error.text
+    assert email.runs.get().is_open and not email.runs.get().classified
+
+
+def test_bedrock__a_service_error_is_a_model_call_error(bedrock):
+    bedrock.add_client_error("converse", service_error_code="ThrottlingException", http_status_code=429)
+    with pytest.raises(ModelCallError, match="ThrottlingException"):
+        process.process_email(_email().pk)
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP server that accepts connections and never answers: a model that hangs."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}", accepted
+    stop.set()
+    thread.join(timeout=5)
+    for conn in accepted:
+        conn.close()
+    server.close()
+
+
+def test_model_timeout__is_a_model_call_error(settings, silent_server, monkeypatch):
+    endpoint, accepted = silent_server
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    settings.MODEL_PROVIDER = "bedrock"
+    settings.BEDROCK_ENDPOINT_URL = endpoint
+    settings.MODEL_TIMEOUT = 0.3
+    email = _email()
+    with pytest.raises(ModelCallError, match="timed out"):
+        process.process_email(email.pk)
+    wait_for(lambda: accepted, timeout=5, message="the model call reached the server")
+    email.refresh_from_db()
+    assert email.status == Status.FAILED
+    assert PipelineError.objects.get().error_class == "pipeline.errors.ModelCallError"
