@@ -169,3 +169,27 @@ PIPELINE_CLASSIFIER_RULES = env.text("PIPELINE_CLASSIFIER_RULES", "")
 # Full-text index of each email's text (PostgreSQL tsvector; a plain-text fallback elsewhere).
 SEARCH_INDEX = env.flag("SEARCH_INDEX", True)
 SEARCH_CONFIG = env.text("SEARCH_CONFIG", "simple")
+
+# --- Workspaces (workspaces/) ------------------------------------------------------------
+# Trial reminders go out by email: printed to the console by default, through SMTP once
+# EMAIL_HOST is set. (Django 6.1's MAILERS; tests swap in the locmem backend.)
+if env.text("EMAIL_HOST", ""):
+    MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": env.text("EMAIL_HOST"),
+                "port": env.integer("EMAIL_PORT", 587),
+                "username": env.text("EMAIL_HOST_USER", ""),
+                "password": env.text("EMAIL_HOST_PASSWORD", ""),
+                "use_tls": env.flag("EMAIL_USE_TLS", True),
+                "timeout": env.number("EMAIL_TIMEOUT", 20.0),
+            },
+        }
+    }
+else:
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", "platform@localhost")
+# The AI jobs' text generator: a class with generate(prompt, *, task); the default is local
+# and deterministic.
+WORKSPACES_AI_GENERATOR = env.text("WORKSPACES_AI_GENERATOR", "workspaces.ai.generator.LocalGenerator")

@@ -1,6 +1,6 @@
 """The engine's own timer steps (part of ``manage.py sweep``)."""
 
-from jobs import store
+from jobs import metrics, store
 from jobs.timers import periodic
 
 
@@ -13,3 +13,9 @@ def reap_silent_jobs() -> str:
 @periodic("sweep", every=300)
 def prune_finished_jobs() -> str:
     return f"{store.prune()} pruned"
+
+
+@periodic("sweep", every=300)
+def report_backlog_per_task() -> str:
+    """The ECS autoscaling signal: due jobs per live worker, to CloudWatch when configured."""
+    return metrics.report_backlog()

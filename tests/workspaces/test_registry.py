@@ -1,0 +1,36 @@
+"""The eleven job types of the background-jobs page, declared with the page's queue and attempts."""
+
+import pytest
+
+from jobs import registry
+
+SEED_TABLE = {
+    "repository.ingest": ("ingestion", 3),
+    "repository.analyse": ("ai", 2),
+    "ai.workflow": ("ai", 2),
+    "pullrequest.sync": ("default", 3),
+    "checks.sync": ("default", 3),
+    "workmanagement.sync": ("default", 3),
+    "brain.derive": ("ai", 2),
+    "decisions.mine": ("ai", 2),
+    "workspace.provision": ("ingestion", 2),
+    "capsules.retrospective": ("ingestion", 2),
+    "retention.purge": ("default", 2),
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), sorted(SEED_TABLE.items()))
+def test_job_type__has_the_seeds_queue_and_attempts(name, expected):
+    job_type = registry.get(name)
+    assert (job_type.queue, job_type.attempts) == expected
+
+
+def test_workspaces_tasks__declare_exactly_the_eleven_types():
+    declared = {t.name for t in registry.all_types() if t.func.__module__ == "workspaces.tasks"}
+    assert declared == set(SEED_TABLE)
+
+
+def test_job_types__use_the_default_backoff_of_30s_2m_8m_capped_at_30m():
+    for name in SEED_TABLE:
+        job_type = registry.get(name)
+        assert [job_type.delay_after(n) for n in (1, 2, 3, 4)] == [30, 120, 480, 1800]

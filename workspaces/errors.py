@@ -1,0 +1,31 @@
+"""The workspace jobs' errors. Permanent ones fail a job at once; retryable ones back off."""
+
+from jobs.errors import JobError, PermanentError, RetryableError
+
+
+class WorkspaceError(JobError):
+    """A workspace job failed."""
+
+
+class MissingRecord(WorkspaceError, PermanentError):
+    """The row this job is about no longer exists."""
+
+
+class NotReady(WorkspaceError, PermanentError):
+    """The record is not in a state this job can work on."""
+
+
+class RepositoryUnreadable(WorkspaceError, PermanentError):
+    """The repository has neither a readable local path nor stored files."""
+
+
+class UnknownWorkflow(WorkspaceError, PermanentError):
+    """No AI workflow is registered under this name."""
+
+
+class ProviderNotConfigured(WorkspaceError, PermanentError):
+    """No provider client is configured for this kind of connection."""
+
+
+class ProviderUnavailable(WorkspaceError, RetryableError):
+    """The provider could not be reached; the sync is tried again later."""

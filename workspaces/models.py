@@ -1,0 +1,260 @@
+"""The workspace domain: organizations on trial, their workspaces, repositories and pull
+requests, work connections (Jira, ClickUp, Monday) and their items, and what the AI jobs
+produce. Fields and small helpers only; the work lives in ``workspaces.services``."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+
+class Organization(models.Model):
+    class Plan(models.TextChoices):
+        TRIAL = "trial"
+        PAID = "paid"
+
+    name = models.CharField(max_length=200)
+    billing_email = models.EmailField()
+    plan = models.CharField(max_length=10, choices=Plan.choices, default=Plan.TRIAL)
+    trial_ends_at = models.DateTimeField(null=True, blank=True)
+    # How long AI prompt and output bodies are kept before retention.purge blanks them.
+    retention_days = models.PositiveSmallIntegerField(default=30)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        indexes = [
+            # The trial sweep: organizations on trial by trial end.
+            models.Index(
+                fields=["trial_ends_at"], condition=models.Q(plan="trial"), name="workspaces_org_trial"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TrialReminder(models.Model):
+    """One row per trial reminder sent: the unique pair makes it once per trial.
+
+    A trial that is extended gets a new ``trial_ends_at``, hence one new reminder.
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="trial_reminders")
+    trial_ends_at = models.DateTimeField()
+    email = models.EmailField()
+    sent_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "trial_ends_at"], name="workspaces_one_reminder_per_trial"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization} trial ending {self.trial_ends_at:%Y-%m-%d}"
+
+
+class Workspace(models.Model):
+    class Status(models.TextChoices):
+        NEW = "new"
+        READY = "ready"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="workspaces")
+    name = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.NEW)
+    # The workspace's "brain": what brain.derive read from its repositories.
+    context = models.JSONField(default=dict, blank=True)
+    provisioned_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Repository(models.Model):
+    class Status(models.TextChoices):
+        NEW = "new"
+        INGESTED = "ingested"
+        ANALYSED = "analysed"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="repositories")
+    name = models.CharField(max_length=200)
+    url = models.CharField(max_length=500, blank=True, default="")
+    # Where ingest reads the files: a local checkout, or else ``metadata["files"]``.
+    local_path = models.CharField(max_length=500, blank=True, default="")
+    # Stored metadata: {"files": {path: text}}, {"pull_requests": [...]}, {"checks": {...}}.
+    metadata = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.NEW)
+    primary_language = models.CharField(max_length=50, blank=True, default="")
+    kind = models.CharField(
+        max_length=50, blank=True, default="", help_text="Classification, e.g. django-app."
+    )
+    file_count = models.PositiveIntegerField(default=0)
+    line_count = models.PositiveIntegerField(default=0)
+    languages = models.JSONField(default=dict, blank=True)
+    paths = models.JSONField(default=list, blank=True)
+    findings = models.JSONField(default=list, blank=True)
+    ingested_at = models.DateTimeField(null=True, blank=True)
+    summary = models.TextField(blank=True, default="")
+    architecture = models.JSONField(default=dict, blank=True)
+    analysed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "repositories"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PullRequest(models.Model):
+    class State(models.TextChoices):
+        OPEN = "open"
+        MERGED = "merged"
+        CLOSED = "closed"
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="pull_requests")
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=300)
+    body = models.TextField(blank=True, default="")
+    author = models.CharField(max_length=100, blank=True, default="")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    head_sha = models.CharField(max_length=64, blank=True, default="")
+    changed_files = models.JSONField(default=list, blank=True)
+    merged_at = models.DateTimeField(null=True, blank=True)
+    # Supervised pull requests get their CI results and approvals recorded by checks.sync.
+    supervised = models.BooleanField(default=False)
+    ci_status = models.CharField(max_length=20, blank=True, default="")
+    checks = models.JSONField(default=list, blank=True)
+    approvals = models.JSONField(default=list, blank=True)
+    checks_observed_at = models.DateTimeField(null=True, blank=True)
+    synced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "number"], name="workspaces_pr_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.repository} #{self.number}"
+
+
+class WorkConnection(models.Model):
+    class Kind(models.TextChoices):
+        JIRA = "jira", "Jira"
+        CLICKUP = "clickup", "ClickUp"
+        MONDAY = "monday", "Monday"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="work_connections")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    name = models.CharField(max_length=200)
+    external_id = models.CharField(
+        max_length=200, blank=True, default="", help_text="Project, list or board id."
+    )
+    active = models.BooleanField(default=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    # The last item snapshot a webhook delivered; what the default provider reads.
+    snapshot = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        indexes = [
+            # The reconcile timer: active connections by last sync.
+            models.Index(
+                fields=["last_synced_at"], condition=models.Q(active=True), name="workspaces_conn_reconcile"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.name}"
+
+
+class SourceItem(models.Model):
+    """A work item (issue, task, board item) mirrored from a work connection."""
+
+    connection = models.ForeignKey(WorkConnection, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    title = models.CharField(max_length=500)
+    status = models.CharField(max_length=100, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    url = models.CharField(max_length=500, blank=True, default="")
+    updated_at_source = models.DateTimeField(null=True, blank=True)
+    synced_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["connection", "external_id"], name="workspaces_item_external_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id}: {self.title}"
+
+
+class AIArtifact(models.Model):
+    """What an AI run produced, with the prompt and output bodies kept for the retention window."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="artifacts")
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, null=True, blank=True, related_name="artifacts"
+    )
+    pull_request = models.ForeignKey(
+        PullRequest, on_delete=models.CASCADE, null=True, blank=True, related_name="artifacts"
+    )
+    kind = models.CharField(max_length=50, help_text="The workflow or job that made it.")
+    model = models.CharField(max_length=100, blank=True, default="")
+    prompt = models.TextField(blank=True, default="")
+    output = models.TextField(blank=True, default="")
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    bodies_purged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "AI artifact"
+        indexes = [
+            # retention.purge: artifacts whose bodies are still kept, oldest first.
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(bodies_purged_at__isnull=True),
+                name="workspaces_art_kept",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"
+
+
+class Decision(models.Model):
+    """A decision proposed by decisions.mine from the workspace record, for a human to confirm."""
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed"
+        ACCEPTED = "accepted"
+        REJECTED = "rejected"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="decisions")
+    title = models.CharField(max_length=500)
+    source = models.CharField(max_length=200, help_text="Where it was found, e.g. 'pr:12' or 'item:PROJ-3'.")
+    # A hash of the statement, so mining the same record twice proposes nothing new.
+    fingerprint = models.CharField(max_length=64)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "fingerprint"], name="workspaces_decision_once"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class ReviewCapsule(models.Model):
+    """A review capsule for one merged pull request: what changed, its evidence, a summary."""
+
+    pull_request = models.OneToOneField(PullRequest, on_delete=models.CASCADE, related_name="capsule")
+    summary = models.TextField()
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    def __str__(self) -> str:
+        return f"Capsule for {self.pull_request}"

@@ -1,0 +1,103 @@
+"""The provider interfaces, their plain data, and which implementation is in use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from workspaces.errors import ProviderNotConfigured
+
+if TYPE_CHECKING:
+    from workspaces.models import Repository, WorkConnection
+
+
+@dataclass(frozen=True)
+class PullRequestData:
+    number: int
+    title: str
+    body: str = ""
+    author: str = ""
+    state: str = "open"
+    head_sha: str = ""
+    changed_files: tuple[str, ...] = ()
+    merged_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ChecksData:
+    """CI results and approvals as observed on the host for one pull request."""
+
+    ci_status: str  # "success", "failure", "pending" or "" when nothing ran
+    checks: list[dict] = field(default_factory=list)
+    approvals: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WorkItemData:
+    external_id: str
+    title: str
+    status: str = ""
+    description: str = ""
+    url: str = ""
+    updated_at: datetime | None = None
+
+
+class CodeHost(Protocol):
+    def pull_requests(self, repository: Repository) -> Iterable[PullRequestData]: ...
+
+    def checks(self, repository: Repository, number: int) -> ChecksData: ...
+
+
+class WorkTracker(Protocol):
+    def items(self, connection: WorkConnection) -> Iterable[WorkItemData]: ...
+
+
+_code_host: CodeHost | None = None
+_trackers: dict[str, WorkTracker] = {}
+
+
+def code_host() -> CodeHost:
+    if _code_host is not None:
+        return _code_host
+    from workspaces.providers.stored import StoredCodeHost
+
+    return StoredCodeHost()
+
+
+def work_tracker(kind: str) -> WorkTracker:
+    if kind in _trackers:
+        return _trackers[kind]
+    from workspaces.models import WorkConnection
+    from workspaces.providers.stored import SnapshotTracker
+
+    if kind not in WorkConnection.Kind.values:
+        raise ProviderNotConfigured(f"No work tracker for connections of kind {kind!r}.")
+    return SnapshotTracker()
+
+
+@contextmanager
+def use_code_host(host: CodeHost) -> Iterator[CodeHost]:
+    """Use ``host`` for pull requests and checks inside the block (tests, a real client)."""
+    global _code_host
+    saved, _code_host = _code_host, host
+    try:
+        yield host
+    finally:
+        _code_host = saved
+
+
+@contextmanager
+def use_work_tracker(kind: str, tracker: WorkTracker) -> Iterator[WorkTracker]:
+    """Use ``tracker`` for connections of ``kind`` inside the block."""
+    saved = _trackers.get(kind)
+    _trackers[kind] = tracker
+    try:
+        yield tracker
+    finally:
+        if saved is None:
+            _trackers.pop(kind, None)
+        else:
+            _trackers[kind] = saved

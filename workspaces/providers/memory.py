@@ -1,0 +1,37 @@
+"""In-memory fakes of the provider interfaces, for tests and local experiments."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from workspaces.errors import ProviderUnavailable
+from workspaces.models import Repository, WorkConnection
+from workspaces.providers.base import ChecksData, PullRequestData, WorkItemData
+
+
+@dataclass
+class InMemoryCodeHost:
+    pulls: dict[int, list[PullRequestData]] = field(default_factory=dict)  # by repository id
+    results: dict[tuple[int, int], ChecksData] = field(default_factory=dict)  # (repository id, number)
+
+    def pull_requests(self, repository: Repository) -> Iterable[PullRequestData]:
+        return list(self.pulls.get(repository.pk, []))
+
+    def checks(self, repository: Repository, number: int) -> ChecksData:
+        return self.results.get((repository.pk, number), ChecksData(ci_status=""))
+
+
+@dataclass
+class InMemoryTracker:
+    """Items by connection id; ``down`` makes every fetch fail as a network error would."""
+
+    boards: dict[int, list[WorkItemData]] = field(default_factory=dict)
+    down: bool = False
+    calls: int = 0
+
+    def items(self, connection: WorkConnection) -> Iterable[WorkItemData]:
+        self.calls += 1
+        if self.down:
+            raise ProviderUnavailable(f"{connection.get_kind_display()} did not answer.")
+        return list(self.boards.get(connection.pk, []))

@@ -1,0 +1,52 @@
+"""capsules.retrospective: build review capsules for the last few merged pull requests."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from workspaces.ai.generator import get_generator
+from workspaces.models import PullRequest, Repository, ReviewCapsule
+from workspaces.services import Progress, load, no_progress
+
+RECENT_MERGED = 5
+
+
+def capsule_data(pull: PullRequest) -> dict:
+    return {
+        "title": pull.title,
+        "author": pull.author,
+        "merged_at": pull.merged_at.isoformat() if pull.merged_at else None,
+        "changed_files": pull.changed_files,
+        "ci_status": pull.ci_status or "unknown",
+        "approvals": pull.approvals,
+    }
+
+
+def build_retrospective(
+    repository_id: int, progress: Progress = no_progress, limit: int = RECENT_MERGED
+) -> int:
+    """Capsules for the ``limit`` most recently merged pull requests that have none; returns how many."""
+    repository = load(Repository, repository_id)
+    recent = list(
+        repository.pull_requests.filter(state=PullRequest.State.MERGED, merged_at__isnull=False)
+        .select_related("capsule")
+        .order_by("-merged_at", "-number")[:limit]
+    )
+    todo = [pull for pull in recent if not hasattr(pull, "capsule")]
+    generator = get_generator()
+    built = 0
+    for index, pull in enumerate(todo, start=1):
+        data = capsule_data(pull)
+        prompt = "\n".join(
+            [f"Capsule for #{pull.number}: {pull.title}"]
+            + [f"- {key}: {value}" for key, value in data.items()]
+        )
+        summary = generator.generate(prompt, task="capsules.retrospective").text
+        try:
+            with transaction.atomic():
+                ReviewCapsule.objects.create(pull_request=pull, summary=summary, data=data)
+            built += 1
+        except IntegrityError:
+            pass  # a concurrent run built this one first
+        progress(100 * index / len(todo), f"Capsule for #{pull.number}")
+    return built
