@@ -22,9 +22,7 @@ def _read(name: str, cast: Callable[..., Any], default: Any, kind: str) -> Any:
     try:
         return cast(name, default=default)
     except (ValueError, TypeError) as exc:
-        raise ImproperlyConfigured(
-            f"Setting {name} must be {kind}, got {env.str(name)!r} ({exc})."
-        ) from None
+        raise ImproperlyConfigured(f"Setting {name} must be {kind}, got {env.str(name)!r} ({exc}).") from None
 
 
 def number(name: str, default: float, *, minimum: float = 0.0) -> float:
@@ -62,9 +60,7 @@ def choice(name: str, default: str, choices: Iterable[str]) -> str:
     allowed = tuple(choices)
     value = env.str(name, default=default)
     if value not in allowed:
-        raise ImproperlyConfigured(
-            f"Setting {name} must be one of {', '.join(allowed)}, got {value!r}."
-        )
+        raise ImproperlyConfigured(f"Setting {name} must be one of {', '.join(allowed)}, got {value!r}.")
     return value
 
 
@@ -76,8 +72,9 @@ def database(name: str, default: str) -> dict[str, Any]:
     raw = env.str(name, default=default)
     try:
         config = environ.Env.db_url_config(raw)
-    except Exception as exc:  # django-environ raises several types for a bad URL
+    except Exception as exc:  # noqa: BLE001 - django-environ raises several types for a bad URL
         raise ImproperlyConfigured(f"Setting {name} is not a database URL: {raw!r} ({exc}).") from None
-    if not config.get("ENGINE"):
+    # django-environ passes an unknown scheme through as the "engine" (no dotted path).
+    if "." not in (config.get("ENGINE") or ""):
         raise ImproperlyConfigured(f"Setting {name} names an unknown database scheme: {raw!r}.")
     return config
