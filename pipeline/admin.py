@@ -193,7 +193,7 @@ class EmailMessageAdmin(admin.ModelAdmin):
     @admin.action(description="Reprocess selected emails")
     def reprocess(self, request: HttpRequest, queryset: QuerySet[EmailMessage]) -> None:
         queued = 0
-        for email in queryset.only("pk")[:1000]:
+        for email in queryset.select_related(None).only("pk")[:1000]:
             EmailMessage.objects.filter(pk=email.pk).update(needs_review=False)
             enqueue_processing(email.pk)
             queued += 1
