@@ -1,12 +1,12 @@
 """A PostgreSQL-backed background-job engine.
 
-    from jobs import job, JobContext
+from jobs import job, JobContext
 
-    @job("repository.ingest", queue="ingestion", attempts=3, timeout=300)
-    def ingest_repository(ctx: JobContext, *, repository_id: int) -> None: ...
+@job("repository.ingest", queue="ingestion", attempts=3, timeout=300)
+def ingest_repository(ctx: JobContext, *, repository_id: int) -> None: ...
 
-    ingest_repository.enqueue(repository_id=7)
-    jobs.enqueue("repository.ingest", {"repository_id": 7}, priority="high")
+ingest_repository.enqueue(repository_id=7)
+jobs.enqueue("repository.ingest", {"repository_id": 7}, priority="high")
 """
 
 from typing import Any

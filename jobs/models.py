@@ -36,7 +36,8 @@ class Job(models.Model):
     priority = models.SmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     payload = models.JSONField(default=dict, blank=True)
-    dedupe_key = models.CharField(max_length=255, null=True, blank=True)
+    # NULL, not "": the partial unique index ignores jobs without a key.
+    dedupe_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     run_at = models.DateTimeField(db_default=Now())
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3)
@@ -44,7 +45,7 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    locked_by = models.CharField(max_length=200, null=True, blank=True)
+    locked_by = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL until claimed
     progress = models.SmallIntegerField(null=True, blank=True)
     progress_message = models.CharField(max_length=500, blank=True, default="")
     error = models.TextField(blank=True, default="")
@@ -52,14 +53,25 @@ class Job(models.Model):
 
     class Meta:
         db_table = "jobs_job"
+        # The admin lists jobs under "Platform → Background jobs", the page operators know.
+        verbose_name = "background job"
+        verbose_name_plural = "Background jobs"
         permissions = [("view_jobs", "Can view the background jobs page")]
         indexes = [
-            # The claim: next due job of some queues by priority, run_at, id. Partial, so a
-            # million finished rows add nothing to it.
+            # The claim of a one-queue lane (``--queue ai:1``): that queue's next due job by
+            # priority, run_at, id, read in index order. Partial, so a million finished
+            # rows add nothing to it.
             models.Index(
                 fields=["queue", "priority", "run_at", "id"],
                 condition=models.Q(status="queued"),
                 name="jobs_claim",
+            ),
+            # The claim of a lane serving several queues (the default lane): the same order
+            # across queues, so PostgreSQL reads the first rows instead of sorting them all.
+            models.Index(
+                fields=["priority", "run_at", "id"],
+                condition=models.Q(status="queued"),
+                name="jobs_claim_any",
             ),
             # Heartbeats (by worker) and the reaper (stale heartbeats): running rows only.
             models.Index(
@@ -69,6 +81,13 @@ class Job(models.Model):
             ),
             # The admin page's status filter, newest first; pruning walks it oldest first.
             models.Index(fields=["status", "id"], name="jobs_status_id"),
+            # The admin page's search by dedupe key (any status: "what happened to email 7?").
+            # Partial, so jobs without a key (most of them) cost nothing to insert.
+            models.Index(
+                fields=["dedupe_key"],
+                condition=models.Q(dedupe_key__isnull=False),
+                name="jobs_dedupe_key",
+            ),
         ]
         constraints = [
             # At most one queued-or-running job per (type, dedupe_key): enqueue relies on it.

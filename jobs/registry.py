@@ -32,9 +32,7 @@ def priority_value(name: str) -> int:
     try:
         return PRIORITIES[name]
     except KeyError:
-        raise ValueError(
-            f"Unknown priority {name!r}; use one of {', '.join(PRIORITIES)}."
-        ) from None
+        raise ValueError(f"Unknown priority {name!r}; use one of {', '.join(PRIORITIES)}.") from None
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,12 @@ CHANNEL = "jobs"
 
 # Locks up to %(limit)s due, queued rows of the worker's queues in claim order, skipping
 # rows another worker holds, and marks them running under this worker in the same
-# statement, so the lock lives only as long as this one UPDATE. Served by the partial
-# index ``jobs_claim``. The payload goes out as text: the child process parses it.
-# RETURNING has no order of its own, so the outer SELECT hands the batch out in claim order.
-CLAIM = """
+# statement, so the lock lives only as long as this one UPDATE. A one-queue lane is served
+# by the partial index ``jobs_claim``, a lane of several queues by ``jobs_claim_any``; both
+# are read in order, so the cost does not grow with the backlog. The payload goes out as
+# text: the child process parses it. RETURNING has no order of its own, so the outer SELECT
+# hands the batch out in claim order.
+_CLAIM = """
 WITH claimed AS (
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
@@ -20,7 +22,7 @@ UPDATE jobs_job
        progress = NULL, progress_message = ''
  WHERE id IN (
         SELECT id FROM jobs_job
-         WHERE status = 'queued' AND queue = ANY(%(queues)s) AND run_at <= now()
+         WHERE status = 'queued' AND {queue_condition} AND run_at <= now()
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED)
@@ -28,6 +30,8 @@ RETURNING id, type, payload::text AS payload, attempts, max_attempts, priority, 
 )
 SELECT id, type, payload, attempts, max_attempts FROM claimed ORDER BY priority, run_at, id
 """
+CLAIM_ONE_QUEUE = _CLAIM.format(queue_condition="queue = %(queue)s")
+CLAIM_QUEUES = _CLAIM.format(queue_condition="queue = ANY(%(queues)s::varchar[])")
 
 # Marks many jobs succeeded in one statement, fenced: a row counts only while it is still
 # running under this worker and the same attempt (a reaped job's late result is dropped).

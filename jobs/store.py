@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+import psycopg
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
@@ -62,6 +63,28 @@ class Failure:
 
 def _on_postgres() -> bool:
     return connection.vendor == "postgresql"
+
+
+def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple]:
+    """Run a hot-path statement as a server-side prepared statement.
+
+    Django's cursors bind parameters on the client and never prepare (for the sake of
+    connection poolers); the claim and the acknowledgement run thousands of times a second,
+    so they skip parsing and planning. ``JOBS_PREPARED_STATEMENTS=false`` turns this off
+    for a pooler that cannot keep prepared statements.
+    """
+    connection.ensure_connection()
+    raw = connection.connection
+    with connection.wrap_database_errors:
+        if not settings.JOBS_PREPARED_STATEMENTS:
+            with raw.cursor() as cursor:
+                cursor.execute(statement, params)
+                return cursor.fetchall()
+        if raw.prepare_threshold is None:
+            raw.prepare_threshold = 2**31 - 1  # prepare only what asks for it explicitly
+        with psycopg.Cursor(raw) as cursor:
+            cursor.execute(statement, params, prepare=True)
+            return cursor.fetchall()
 
 
 def _payload_text(payload: Any) -> str:
@@ -192,10 +215,10 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
     if limit <= 0 or not queues:
         return []
     if _on_postgres():
-        with connection.cursor() as cursor:
-            cursor.execute(sql.CLAIM, {"worker": worker, "queues": list(queues), "limit": limit})
-            rows = cursor.fetchall()
-        # RETURNING gives no order; hand jobs out in claim order.
+        if len(queues) == 1:
+            rows = _run_prepared(sql.CLAIM_ONE_QUEUE, {"worker": worker, "queue": queues[0], "limit": limit})
+        else:
+            rows = _run_prepared(sql.CLAIM_QUEUES, {"worker": worker, "queues": list(queues), "limit": limit})
         return [ClaimedJob(*row) for row in rows]
     # Portable path (SQLite): the IMMEDIATE transaction serialises claimers, so the
     # select-then-update pair cannot hand one job to two workers.
@@ -235,12 +258,10 @@ def complete(worker: str, done: Sequence[tuple[int, int]]) -> list[int]:
         return []
     ids = [job_id for job_id, _ in done]
     if _on_postgres():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                sql.COMPLETE,
-                {"ids": ids, "attempts": [attempt for _, attempt in done], "worker": worker},
-            )
-            applied = [row[0] for row in cursor.fetchall()]
+        rows = _run_prepared(
+            sql.COMPLETE, {"ids": ids, "attempts": [attempt for _, attempt in done], "worker": worker}
+        )
+        applied = [row[0] for row in rows]
     else:
         applied = []
         with transaction.atomic():
@@ -354,9 +375,7 @@ def cancel(job: Job | int) -> Job:
     with transaction.atomic():
         row = Job.objects.select_for_update().get(pk=job_id)
         if row.status != Status.QUEUED:
-            raise InvalidTransition(
-                f"Only a queued job can be cancelled; job #{row.pk} is {row.status}."
-            )
+            raise InvalidTransition(f"Only a queued job can be cancelled; job #{row.pk} is {row.status}.")
         row.status = Status.CANCELLED
         row.finished_at = timezone.now()
         row.message = CANCELLED
@@ -371,9 +390,7 @@ def retry(job: Job | int) -> Job:
         with transaction.atomic():
             row = Job.objects.select_for_update().get(pk=job_id)
             if row.status != Status.FAILED:
-                raise InvalidTransition(
-                    f"Only a failed job can be retried; job #{row.pk} is {row.status}."
-                )
+                raise InvalidTransition(f"Only a failed job can be retried; job #{row.pk} is {row.status}.")
             row.status = Status.QUEUED
             row.attempts = 0
             row.error = ""
@@ -446,12 +463,22 @@ def _take_back(running) -> ReapResult:
                 queues.add(job.queue)
             job.heartbeat_at = None
             job.save(
-                update_fields=["status", "finished_at", "error", "message", "run_at", "locked_by", "heartbeat_at"]
+                update_fields=[
+                    "status",
+                    "finished_at",
+                    "error",
+                    "message",
+                    "run_at",
+                    "locked_by",
+                    "heartbeat_at",
+                ]
             )
             _record_attempt(job, worker, lost)
         notify(queues)
     if requeued or failed:
-        logger.warning("Reaper took back %d jobs (%d requeued, %d failed).", requeued + failed, requeued, failed)
+        logger.warning(
+            "Reaper took back %d jobs (%d requeued, %d failed).", requeued + failed, requeued, failed
+        )
     return ReapResult(requeued, failed)
 
 

@@ -1,9 +1,12 @@
-"""The child process: runs one job at a time for its supervisor, so a crash fails one job.
+"""The child process: runs jobs one at a time for its supervisor, so a crash fails one job.
 
-Protocol over a ``multiprocessing`` pipe. The supervisor sends
-``(job_id, type, payload_json, attempt, max_attempts, worker)`` or ``None`` to stop; the
-child answers ``(job_id, None)`` on success or ``(job_id, (error_class, message,
-traceback, retryable))`` on failure.
+The supervisor sends a batch: a list of ``(job_id, type, payload_json, attempt,
+max_attempts)`` (one job for slow types, a few for very short ones), or ``None`` to stop.
+Before each job the child writes the job's index in the batch and its start time into
+shared memory, so the supervisor knows, without a message per job, which job a crash or a
+timeout hit, which ones finished before it, and which never started. A failure is reported
+at once as ``("failed", index, (error_class, message, traceback, retryable))``; the end
+of the batch as ``("done", count)``.
 """
 
 from __future__ import annotations
@@ -12,12 +15,21 @@ import json
 import signal
 import time
 import traceback
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
 import django
 
+from jobs import registry
+from jobs.context import JobContext
+from jobs.errors import PermanentError, UnknownJobType
 
-def main(conn: Connection) -> None:
+# Indexes into the shared state array.
+CURRENT = 0  # index in the batch of the job running now
+STARTED = 1  # its start, in time.monotonic() seconds (system-wide clock)
+
+
+def main(conn: Connection, state: Sequence[float], worker: str) -> None:
     """Entry point of a child process."""
     # The supervisor owns shutdown: a Ctrl-C or SIGTERM sent to the whole process group
     # must not break the job this child is running.
@@ -28,28 +40,36 @@ def main(conn: Connection) -> None:
 
     while True:
         try:
-            message = conn.recv()
+            batch = conn.recv()
         except (EOFError, OSError):
             return  # the supervisor is gone
-        if message is None:
+        if batch is None:
             return
-        job_id = message[0]
-        outcome = run(*message)
+        for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(batch):
+            state[STARTED] = time.monotonic()
+            state[CURRENT] = index
+            failure = run(job_id, type_name, payload_text, attempt, max_attempts, worker)
+            if failure is not None:
+                close_old_connections()
+                if not _send(conn, ("failed", index, failure)):
+                    return
         close_old_connections()
-        try:
-            conn.send((job_id, outcome))
-        except (BrokenPipeError, OSError):
+        if not _send(conn, ("done", len(batch))):
             return
+
+
+def _send(conn: Connection, message: tuple) -> bool:
+    try:
+        conn.send(message)
+    except OSError:
+        return False
+    return True
 
 
 def run(
     job_id: int, type_name: str, payload_text: str, attempt: int, max_attempts: int, worker: str
 ) -> tuple[str, str, str, bool] | None:
     """Run one job; None on success, else the failure as plain values."""
-    from jobs import registry
-    from jobs.context import JobContext
-    from jobs.errors import PermanentError, UnknownJobType
-
     try:
         job_type = registry.get(type_name)
         payload = json.loads(payload_text)
@@ -83,17 +103,16 @@ class ProgressReporter:
     """Writes a handler's progress to the job row, at most once per interval."""
 
     def __init__(self, worker: str, job_id: int, attempt: int) -> None:
-        from django.conf import settings
-
         self.worker, self.job_id, self.attempt = worker, job_id, attempt
-        self.interval = settings.JOBS_PROGRESS_INTERVAL
         self.last_write = float("-inf")  # the first report is always written
 
     def __call__(self, percent: int, message: str) -> None:
+        from django.conf import settings
+
         from jobs.store import set_progress
 
         now = time.monotonic()
-        if now - self.last_write < self.interval and percent < 100:
+        if now - self.last_write < settings.JOBS_PROGRESS_INTERVAL and percent < 100:
             return
         self.last_write = now
         set_progress(self.worker, self.job_id, self.attempt, percent, message)

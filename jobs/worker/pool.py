@@ -4,10 +4,16 @@ A lane is a set of queues with a number of slots (one child per slot), e.g.
 ``--queue ai:1``: one kind of work cannot take another lane's slots. Children come from a
 forkserver that imported Django once, so a replacement starts in milliseconds and never
 inherits the supervisor's database sockets.
+
+A child runs one job at a time. Jobs that take well under the prefetch window (a few
+milliseconds) go to a child a few at a time, so the supervisor pays one message per batch
+instead of one per job; how many is bounded by the window, so a batch never holds more
+work than the child finishes within it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -16,49 +22,59 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from jobs.store import ClaimedJob
+from jobs.worker.child import CURRENT, STARTED
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(["jobs.worker.preload"])
 
+MAX_BATCH = 16
+
 
 class Child:
-    """One child process and the job it is running, if any."""
+    """One child process and the batch of jobs it is running, if any."""
 
-    def __init__(self, lane: Lane) -> None:
+    def __init__(self, lane: Lane, worker: str) -> None:
         from jobs.worker import child
 
         self.lane = lane
+        self.state = _context.RawArray("d", 2)  # shared: index of the running job, its start
         self.conn, theirs = _context.Pipe()
-        self.process = _context.Process(target=child.main, args=(theirs,), daemon=True)
+        self.process = _context.Process(target=child.main, args=(theirs, self.state, worker), daemon=True)
         self.process.start()
         theirs.close()
-        self.job: ClaimedJob | None = None
-        self.started = 0.0
-        self.deadline: float | None = None
+        self.batch: list[ClaimedJob] = []
+        self.failed: set[int] = set()  # indexes in the batch already reported as failed
+        self.sent_at = 0.0
 
-    def start(self, job: ClaimedJob, worker: str, timeout: float | None) -> None:
-        self.conn.send((job.id, job.type, job.payload, job.attempt, job.max_attempts, worker))
-        self.job = job
-        self.started = time.monotonic()
-        self.deadline = self.started + timeout if timeout else None
+    @property
+    def busy(self) -> bool:
+        return bool(self.batch)
 
-    def finish(self) -> tuple[ClaimedJob, float]:
-        job, took = self.job, time.monotonic() - self.started
-        self.job, self.deadline = None, None
-        assert job is not None
-        return job, took
+    def start(self, batch: list[ClaimedJob]) -> None:
+        self.state[CURRENT] = 0
+        self.state[STARTED] = time.monotonic()
+        self.conn.send([tuple(job) for job in batch])
+        self.batch, self.failed, self.sent_at = batch, set(), self.state[STARTED]
+
+    def current(self) -> tuple[int, ClaimedJob, float]:
+        """The job running now: its index in the batch, the job, and its start."""
+        index = min(int(self.state[CURRENT]), len(self.batch) - 1)
+        return index, self.batch[index], self.state[STARTED]
+
+    def finish(self) -> tuple[list[ClaimedJob], set[int], float]:
+        batch, failed, took = self.batch, self.failed, time.monotonic() - self.sent_at
+        self.batch, self.failed = [], set()
+        return batch, failed, took
 
     def kill(self) -> None:
         if self.process.is_alive():
-            os.kill(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGKILL)
         self.process.join(timeout=5)
-        self.conn.close()
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.conn.send(None)
-        except OSError:
-            pass
         self.process.join(timeout=5)
         if self.process.is_alive():
             self.kill()
@@ -84,37 +100,40 @@ class Lane:
     children: list[Child] = field(default_factory=list)
     buffer: deque[ClaimedJob] = field(default_factory=deque)
     maybe_work: bool = True
-    # Moving average of how long a job of this lane takes; bounds the prefetch.
+    # Moving average of one job's duration in this lane; sizes batches and prefetch.
     average_duration: float | None = None
 
     @property
     def label(self) -> str:
         return f"{','.join(self.queues)}:{self.slots}"
 
-    def spawn(self) -> None:
-        while len(self.children) < self.slots:
-            self.children.append(Child(self))
-
-    def replace(self, dead: Child) -> None:
-        self.children.remove(dead)
-        self.spawn()
-
     @property
     def idle(self) -> list[Child]:
-        return [child for child in self.children if child.job is None]
+        return [child for child in self.children if not child.busy]
 
     @property
     def busy(self) -> list[Child]:
-        return [child for child in self.children if child.job is not None]
+        return [child for child in self.children if child.busy]
 
-    def prefetch_allowance(self, window: float, maximum: int) -> int:
-        """Jobs to hold beyond the free slots: no more than the lane can start within
-        ``window`` seconds at its recent pace, so an idle worker elsewhere is never kept
-        waiting on jobs that this one is merely holding."""
-        if not self.average_duration or maximum <= 0:
-            return 0
-        return min(maximum, int(self.slots * window / max(self.average_duration, 1e-6)))
+    def batch_size(self, window: float) -> int:
+        """Jobs per child message: as many as the child runs within ``window`` seconds at
+        this lane's recent pace, at most MAX_BATCH; one until the pace is known."""
+        if not self.average_duration or window <= 0:
+            return 1
+        return max(1, min(MAX_BATCH, int(window / self.average_duration)))
 
-    def observe(self, took: float) -> None:
+    def claim_size(self, window: float, max_prefetch: int) -> int:
+        """How many jobs to ask for now: a batch for each idle child, plus (for very short
+        jobs only) one batch per slot held ready so children never wait on a claim. A
+        worker therefore never holds more than about two windows of work per slot, so it
+        cannot hoard jobs that an idle worker elsewhere could run."""
+        size = self.batch_size(window)
+        want = len(self.idle) * size
+        if size > 1:
+            want += min(max_prefetch, self.slots * size)
+        return max(0, want - len(self.buffer))
+
+    def observe(self, took: float, jobs: int) -> None:
+        each = took / max(1, jobs)
         previous = self.average_duration
-        self.average_duration = took if previous is None else previous * 0.9 + took * 0.1
+        self.average_duration = each if previous is None else previous * 0.8 + each * 0.2

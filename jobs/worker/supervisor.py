@@ -8,19 +8,20 @@ is back (every acknowledgement is fenced, so a retry can never apply twice).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import selectors
 import signal
 import socket
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from jobs import registry, store
-from jobs.errors import InvalidTransition
+from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.worker.listener import Listener
 from jobs.worker.pool import Child, Lane
@@ -28,10 +29,7 @@ from jobs.worker.pool import Child, Lane
 logger = logging.getLogger("jobs.worker")
 
 OUTAGE_ERRORS = (OperationalError, InterfaceError)
-
-
-class DatabaseDown(Exception):
-    """The database is unreachable; try again after the backoff."""
+ACK_DELAY = 0.05  # longest an acknowledgement waits for a batch while children are busy
 
 
 @dataclass
@@ -49,6 +47,7 @@ class Supervisor:
         self.name = options.name
         self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
         self.listener = Listener()
+        self.selector = selectors.DefaultSelector()
         self.acks: list[tuple[int, int]] = []
         self.oldest_ack = 0.0
         self.failures: list[tuple[int, int, Failure]] = []
@@ -60,18 +59,21 @@ class Supervisor:
         self.next_heartbeat = 0.0
         self.next_poll = 0.0
         self.burst_rechecked = False
+        self.window = settings.JOBS_PREFETCH_WINDOW
+        self.max_prefetch = settings.JOBS_MAX_PREFETCH
         self.ack_batch = settings.JOBS_ACK_BATCH
-        self.ack_delay = 0.05
+        self.timeouts: dict[str, float | None] = {}
         self.log_jobs = logger.isEnabledFor(logging.INFO)
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def run(self) -> int:
         wakeup = self._install_signals()
+        self.selector.register(wakeup, selectors.EVENT_READ, ("wakeup", None))
         if not self._register():
             return 0
         for lane in self.lanes:
-            lane.spawn()
+            self._spawn(lane)
         self._connect_listener()
         logger.info(
             "Worker %s started: lanes %s%s.",
@@ -123,7 +125,9 @@ class Supervisor:
             except InvalidTransition as exc:
                 raise SystemExit(str(exc)) from None
             except OUTAGE_ERRORS as exc:
-                logger.warning("Database unreachable at start-up (%s); retrying in %.1fs.", _first_line(exc), delay)
+                logger.warning(
+                    "Database unreachable at start-up (%s); retrying in %.1fs.", _first_line(exc), delay
+                )
                 self._close_db()
                 time.sleep(delay)
                 delay = min(delay * 2, 30.0)
@@ -157,19 +161,32 @@ class Supervisor:
                     return
             if self._should_flush(now):
                 self._flush()
-            self._handle(wait(self._waitables(wakeup), self._wait_timeout(time.monotonic())), wakeup)
+            for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
+                self._on_ready(*key.data, wakeup)
+
+    def _on_ready(self, kind: str, child: Child | None, wakeup: int) -> None:
+        if kind == "result":
+            if not self._collect(child):
+                self._on_child_exit(child)
+        elif kind == "exit":
+            self._on_child_exit(child)
+        elif kind == "listen":
+            self._on_notify()
+        elif kind == "wakeup":
+            with contextlib.suppress(BlockingIOError):
+                os.read(wakeup, 512)
 
     def _should_flush(self, now: float) -> bool:
-        # Acknowledgements wait for a batch while children are busy; anything else, or an
-        # idle moment, or an old acknowledgement, writes at once.
+        # Acknowledgements wait for a batch while children are busy; anything else, an
+        # idle moment, or an acknowledgement older than ACK_DELAY writes at once.
         if self.failures or self.releases:
             return True
         if not self.acks:
             return False
-        return len(self.acks) >= self.ack_batch or now >= self.oldest_ack + self.ack_delay or not self._busy()
+        return len(self.acks) >= self.ack_batch or now >= self.oldest_ack + ACK_DELAY or not self._busy()
 
     def _busy(self) -> bool:
-        return any(child.job is not None for lane in self.lanes for child in lane.children)
+        return any(child.busy for lane in self.lanes for child in lane.children)
 
     def _drained(self) -> bool:
         if self._busy() or any(lane.buffer or lane.maybe_work for lane in self.lanes):
@@ -185,51 +202,52 @@ class Supervisor:
         return True
 
     def _wait_timeout(self, now: float) -> float:
-        if self.stopping:
-            deadlines = [self.stop_deadline]
-        else:
-            deadlines = [self.next_poll, self.next_heartbeat]
-        deadlines += [
-            child.deadline for lane in self.lanes for child in lane.children if child.deadline is not None
-        ]
-        if self.acks:
-            deadlines.append(self.oldest_ack + self.ack_delay)
-        if self.db_retry_at > now:
-            deadlines.append(self.db_retry_at)
-        if not self.stopping and any(lane.buffer and lane.idle for lane in self.lanes):
-            return 0.0
-        if not self.stopping and any(lane.maybe_work and lane.idle for lane in self.lanes) and now >= self.db_retry_at:
-            return 0.0
-        return max(0.0, min(deadlines) - now)
-
-    def _waitables(self, wakeup: int) -> list:
-        objects: list = [wakeup]
+        if not self.stopping and now >= self.db_retry_at:
+            for lane in self.lanes:
+                if (lane.buffer or lane.maybe_work) and lane.idle:
+                    return 0.0  # work to hand out right away
+        deadlines = [self.stop_deadline] if self.stopping else [self.next_poll, self.next_heartbeat]
         for lane in self.lanes:
             for child in lane.children:
-                objects.append(child.process.sentinel)
-                if child.job is not None:
-                    objects.append(child.conn)
-        if self.listener.connected:
-            objects.append(self.listener)
-        return objects
+                if child.busy:
+                    _, job, started = child.current()
+                    timeout = self._timeout(job.type)
+                    if timeout:
+                        deadlines.append(started + timeout)
+        if self.acks:
+            deadlines.append(self.oldest_ack + ACK_DELAY)
+        if self.db_retry_at > now:
+            deadlines.append(self.db_retry_at)
+        return max(0.0, min(deadlines) - now)
 
-    def _handle(self, ready: list, wakeup: int) -> None:
-        if not ready:
-            return
-        ready_set = set(ready)
-        if wakeup in ready_set:
+    def _timeout(self, type_name: str) -> float | None:
+        if type_name not in self.timeouts:
             try:
-                os.read(wakeup, 512)
-            except BlockingIOError:
-                pass
-        if self.listener in ready_set:
-            self._on_notify()
-        for lane in self.lanes:
-            for child in list(lane.children):
-                if child.job is not None and child.conn in ready_set:
-                    self._collect(lane, child)
-                elif child.process.sentinel in ready_set:
-                    self._on_child_died(lane, child)
+                self.timeouts[type_name] = registry.get(type_name).timeout
+            except UnknownJobType:
+                self.timeouts[type_name] = None
+        return self.timeouts[type_name]
+
+    # --- children -------------------------------------------------------------------------
+
+    def _spawn(self, lane: Lane) -> None:
+        while len(lane.children) < lane.slots:
+            child = Child(lane, self.name)
+            lane.children.append(child)
+            self.selector.register(child.conn, selectors.EVENT_READ, ("result", child))
+            self.selector.register(child.process.sentinel, selectors.EVENT_READ, ("exit", child))
+
+    def _retire(self, child: Child) -> None:
+        for target in (child.conn, child.process.sentinel):
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.selector.unregister(target)
+        child.lane.children.remove(child)
+        child.conn.close()
+
+    def _replace(self, child: Child) -> None:
+        self._retire(child)
+        if not self.stopping:
+            self._spawn(child.lane)
 
     # --- claiming and dispatch ------------------------------------------------------------
 
@@ -251,41 +269,44 @@ class Supervisor:
     def _fill_and_dispatch(self) -> None:
         for lane in self.lanes:
             idle = lane.idle
-            if lane.maybe_work and len(lane.buffer) < len(idle) and time.monotonic() >= self.db_retry_at:
-                allowance = lane.prefetch_allowance(settings.JOBS_PREFETCH_WINDOW, settings.JOBS_MAX_PREFETCH)
-                want = len(idle) + allowance - len(lane.buffer)
+            if not idle:
+                continue
+            size = lane.batch_size(self.window)
+            if (
+                lane.maybe_work
+                and len(lane.buffer) < len(idle) * size
+                and time.monotonic() >= self.db_retry_at
+            ):
+                want = lane.claim_size(self.window, self.max_prefetch)
                 claimed = self._try_db(store.claim, self.name, lane.queues, want)
-                if claimed is None:
-                    continue
-                lane.buffer.extend(claimed)
-                if claimed:
-                    self.burst_rechecked = False
-                if len(claimed) < want:
-                    lane.maybe_work = False
+                if claimed is not None:
+                    lane.buffer.extend(claimed)
+                    if claimed:
+                        self.burst_rechecked = False
+                    if len(claimed) < want:
+                        lane.maybe_work = False
             for child in idle:
                 if not lane.buffer:
                     break
-                self._start(child, lane.buffer.popleft())
+                batch = [lane.buffer.popleft() for _ in range(min(size, len(lane.buffer)))]
+                self._start(child, batch)
 
-    def _start(self, child: Child, job: ClaimedJob) -> None:
-        try:
-            timeout = registry.get(job.type).timeout
-        except Exception:  # noqa: BLE001 - an unknown type fails in the child, clearly
-            timeout = None
+    def _start(self, child: Child, batch: list[ClaimedJob]) -> None:
         if self.log_jobs:
-            logger.info("start %s #%d attempt %d/%d", job.type, job.id, job.attempt, job.max_attempts)
+            for job in batch:
+                logger.info("start %s #%d attempt %d/%d", job.type, job.id, job.attempt, job.max_attempts)
         try:
-            child.start(job, self.name, timeout)
+            child.start(batch)
         except OSError:
-            child.job = job
-            self._on_child_died(child.lane, child)
+            child.lane.buffer.extendleft(reversed(batch))  # never started: hand them to another child
+            self._on_child_exit(child)
 
     def _on_notify(self) -> None:
         try:
             queues = self.listener.drain()
         except Exception as exc:  # noqa: BLE001 - a broken listener is reconnected later
             logger.warning("Lost the LISTEN connection (%s); polling until it is back.", _first_line(exc))
-            self.listener.close()
+            self._close_listener()
             return
         for lane in self.lanes:
             if queues.intersection(lane.queues):
@@ -294,67 +315,129 @@ class Supervisor:
     def _connect_listener(self) -> None:
         if not self.listener.enabled:
             return
+        self._close_listener()
         try:
             self.listener.connect()
         except OUTAGE_ERRORS as exc:
             logger.warning("Cannot LISTEN (%s); polling until the database is back.", _first_line(exc))
             self.listener.close()
             return
+        self.selector.register(self.listener.fileno(), selectors.EVENT_READ, ("listen", None))
         for lane in self.lanes:  # notifications may have been missed meanwhile
             lane.maybe_work = True
 
+    def _close_listener(self) -> None:
+        if self.listener.connected:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.selector.unregister(self.listener.fileno())
+        self.listener.close()
+
     # --- results --------------------------------------------------------------------------
 
-    def _collect(self, lane: Lane, child: Child) -> None:
+    def _collect(self, child: Child) -> bool:
+        """Read one message from a child; False when its pipe is closed (it died)."""
         try:
-            job_id, outcome = child.conn.recv()
+            message = child.conn.recv()
         except (EOFError, OSError):
-            self._on_child_died(lane, child)
-            return
-        job, took = child.finish()
-        lane.observe(took)
-        if outcome is None:
-            if not self.acks:
-                self.oldest_ack = time.monotonic()
-            self.acks.append((job.id, job.attempt))
-            if self.log_jobs:
-                logger.info("end %s #%d attempt %d/%d %.1fms succeeded", job.type, job.id, job.attempt, job.max_attempts, took * 1000)
-        else:
-            failure = Failure(*outcome)
-            self.failures.append((job.id, job.attempt, failure))
-            logger.warning(
-                "end %s #%d attempt %d/%d %.1fms failed: %s",
+            return False
+        if message[0] == "failed":
+            _, index, outcome = message
+            job = child.batch[index]
+            child.failed.add(index)
+            self._record_failure(job, Failure(*outcome), time.monotonic() - child.state[1], "failed")
+            return True
+        batch, failed, took = child.finish()
+        child.lane.observe(took, len(batch))
+        for index, job in enumerate(batch):
+            if index not in failed:
+                self._ack(job, took / len(batch))
+        return True
+
+    def _ack(self, job: ClaimedJob, took: float) -> None:
+        if not self.acks:
+            self.oldest_ack = time.monotonic()
+        self.acks.append((job.id, job.attempt))
+        if self.log_jobs:
+            logger.info(
+                "end %s #%d attempt %d/%d %.1fms succeeded",
                 job.type,
                 job.id,
                 job.attempt,
                 job.max_attempts,
                 took * 1000,
-                failure.text,
             )
 
-    def _on_child_died(self, lane: Lane, child: Child) -> None:
+    def _record_failure(self, job: ClaimedJob, failure: Failure, took: float, what: str) -> None:
+        self.failures.append((job.id, job.attempt, failure))
+        logger.warning(
+            "end %s #%d attempt %d/%d %.1fms %s: %s",
+            job.type,
+            job.id,
+            job.attempt,
+            job.max_attempts,
+            took * 1000,
+            what,
+            failure.text,
+        )
+
+    def _on_child_exit(self, child: Child) -> None:
+        if child not in child.lane.children:
+            return  # already handled (its pipe and its sentinel both fire)
+        # Read what it said before it died: a failure report, or the end of its batch.
+        with contextlib.suppress(EOFError, OSError):
+            while child.busy and child.conn.poll() and self._collect(child):
+                pass
         how = child.exit_description()
-        if child.job is not None:
-            job, took = child.finish()
-            failure = Failure("WorkerCrashed", f"The child process running this job {how}.", retryable=True)
-            self.failures.append((job.id, job.attempt, failure))
-            logger.error("end %s #%d attempt %d/%d %.1fms crashed: %s", job.type, job.id, job.attempt, job.max_attempts, took * 1000, failure.message)
+        if child.busy:
+            failure = Failure("WorkerCrashed", f"The child process running this job {how}.")
+            self._salvage(child, failure=failure, what="crashed")
         else:
             logger.warning("An idle child process %s; replacing it.", how)
-        child.conn.close()
-        lane.replace(child)
+        self._replace(child)
+
+    def _salvage(
+        self, child: Child, *, failure: Failure | None = None, what: str = "", release_message: str = ""
+    ) -> None:
+        """Settle a batch whose child was killed or died: jobs before the one it was running
+        finished; that one failed (or, at shutdown, goes back without using an attempt);
+        jobs after it never started and go back as they were."""
+        index, culprit, started = child.current()
+        batch, failed, _ = child.finish()
+        for position, job in enumerate(batch):
+            if position < index and position not in failed:
+                self._ack(job, 0.0)
+            elif position > index:
+                self.releases.append((job.id, job.attempt, ""))
+        if index in failed:
+            return
+        took = time.monotonic() - started
+        if failure is not None:
+            self._record_failure(culprit, failure, took, what)
+        else:
+            self.releases.append((culprit.id, culprit.attempt, release_message))
+            logger.warning(
+                "end %s #%d attempt %d/%d %.1fms cut off at shutdown, requeued",
+                culprit.type,
+                culprit.id,
+                culprit.attempt,
+                culprit.max_attempts,
+                took * 1000,
+            )
 
     def _stop_overdue(self, now: float) -> None:
         for lane in self.lanes:
             for child in list(lane.children):
-                if child.deadline is not None and now >= child.deadline:
-                    job, took = child.finish()
+                if not child.busy:
+                    continue
+                _, job, started = child.current()
+                timeout = self._timeout(job.type)
+                if timeout and now >= started + timeout:
                     child.kill()
-                    timeout = registry.get(job.type).timeout
-                    failure = Failure("JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped.")
-                    self.failures.append((job.id, job.attempt, failure))
-                    logger.error("end %s #%d attempt %d/%d %.1fms timed out", job.type, job.id, job.attempt, job.max_attempts, took * 1000)
-                    lane.replace(child)
+                    failure = Failure(
+                        "JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped."
+                    )
+                    self._salvage(child, failure=failure, what="timed out")
+                    self._replace(child)
 
     # --- stopping -------------------------------------------------------------------------
 
@@ -367,20 +450,18 @@ class Supervisor:
     def _cut_off_running(self) -> None:
         for lane in self.lanes:
             for child in list(lane.children):
-                if child.job is not None:
-                    job, took = child.finish()
+                if child.busy:
                     child.kill()
-                    self.releases.append((job.id, job.attempt, store.REQUEUED_AT_SHUTDOWN))
-                    logger.warning("end %s #%d attempt %d/%d %.1fms cut off at shutdown, requeued", job.type, job.id, job.attempt, job.max_attempts, took * 1000)
-                    lane.children.remove(child)
+                    self._salvage(child, release_message=store.REQUEUED_AT_SHUTDOWN)
+                    self._retire(child)
 
     def _shutdown_children(self) -> None:
         self._release_buffers()
         self._cut_off_running()
         for lane in self.lanes:
-            for child in lane.children:
+            for child in list(lane.children):
                 child.stop()
-            lane.children.clear()
+                self._retire(child)
 
     # --- database access ------------------------------------------------------------------
 
@@ -391,7 +472,10 @@ class Supervisor:
             if self._try_db(self._write_results) is not None or not force:
                 return
             if time.monotonic() >= deadline:
-                logger.error("Database still unreachable; %d results not written (their jobs will be reaped and rerun).", len(self.acks) + len(self.failures) + len(self.releases))
+                logger.error(
+                    "Database still unreachable; %d results not written (their jobs will be reaped and rerun).",
+                    len(self.acks) + len(self.failures) + len(self.releases),
+                )
                 return
             time.sleep(max(0.0, min(self.db_retry_at - time.monotonic(), 1.0)))
 
@@ -420,7 +504,7 @@ class Supervisor:
             self.db_retry_at = time.monotonic() + self.db_backoff
             logger.warning("Database unreachable (%s); retrying in %.2fs.", _first_line(exc), self.db_backoff)
             self._close_db()
-            self.listener.close()
+            self._close_listener()
             return None
         if self.db_backoff:
             logger.warning("Database reachable again.")

@@ -74,3 +74,20 @@ def ai_work(ctx: JobContext, *, seconds: float = 0.0) -> None:
     if seconds:
         time.sleep(seconds)
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
+
+
+def _stamp(path: str, t0: float) -> None:
+    started = time.time()
+    with open(path, "a") as out:
+        out.write(f"{t0} {started}\n")
+
+
+@job("test.stamp", queue="default", attempts=1)
+def stamp(ctx: JobContext, *, path: str, t0: float) -> None:
+    """Appends (enqueue time, start time) to a file: how benchmarks time wake-up."""
+    _stamp(path, t0)
+
+
+@job("test.stamp_ai", queue="ai", attempts=1)
+def stamp_ai(ctx: JobContext, *, path: str, t0: float) -> None:
+    _stamp(path, t0)

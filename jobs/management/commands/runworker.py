@@ -28,11 +28,19 @@ class Command(BaseCommand):
             metavar="NAME:SLOTS",
             help="A queue with its own slots (repeatable). Default: every queue, sharing --concurrency slots.",
         )
-        parser.add_argument("--concurrency", type=int, default=2, help="Child processes when no --queue is given.")
-        parser.add_argument("--name", help="Worker name (default host:pid); a restart under the same name requeues its jobs.")
+        parser.add_argument(
+            "--concurrency", type=int, default=2, help="Child processes when no --queue is given."
+        )
+        parser.add_argument(
+            "--name", help="Worker name (default host:pid); a restart under the same name requeues its jobs."
+        )
         parser.add_argument("--burst", action="store_true", help="Run what is due, then exit.")
-        parser.add_argument("--shutdown-timeout", type=float, default=None, help="Seconds running jobs get after SIGTERM.")
-        parser.add_argument("--poll-interval", type=float, default=None, help="Seconds between polls when no NOTIFY arrives.")
+        parser.add_argument(
+            "--shutdown-timeout", type=float, default=None, help="Seconds running jobs get after SIGTERM."
+        )
+        parser.add_argument(
+            "--poll-interval", type=float, default=None, help="Seconds between polls when no NOTIFY arrives."
+        )
 
     def handle(self, *args, **options) -> None:
         known = registry.queues()
@@ -40,7 +48,9 @@ class Command(BaseCommand):
             lanes = [parse_lane(spec) for spec in options["queue"]]
             unknown = sorted({queue for queues, _ in lanes for queue in queues} - set(known))
             if unknown:
-                raise CommandError(f"Unknown queue {', '.join(unknown)}; known queues: {', '.join(known) or 'none'}.")
+                raise CommandError(
+                    f"Unknown queue {', '.join(unknown)}; known queues: {', '.join(known) or 'none'}."
+                )
         else:
             if options["concurrency"] < 1:
                 raise CommandError("--concurrency must be at least 1.")
@@ -51,7 +61,9 @@ class Command(BaseCommand):
             lanes=lanes,
             burst=options["burst"],
             shutdown_timeout=(
-                options["shutdown_timeout"] if options["shutdown_timeout"] is not None else settings.JOBS_SHUTDOWN_TIMEOUT
+                options["shutdown_timeout"]
+                if options["shutdown_timeout"] is not None
+                else settings.JOBS_SHUTDOWN_TIMEOUT
             ),
             poll_interval=options["poll_interval"] or settings.JOBS_POLL_INTERVAL,
         )
