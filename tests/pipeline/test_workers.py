@@ -1,0 +1,165 @@
+"""Acceptance: the corpus of issue 4 imported and processed by real ``manage.py runworker``
+processes on PostgreSQL; S3 blob storage against a moto server over HTTP; a model timeout
+retried with backoff by the engine."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+
+import boto3
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from jobs.models import Job
+from pipeline import intake
+from pipeline.models import EmailMessage, Origin, PipelineError, PipelineRun, Status
+from tests.pipeline import corpus
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def test_corpus__every_email_is_processed_by_real_workers_and_ends_in_its_status(
+    start_worker, tmp_path: Path
+):
+    cases = corpus.cases(huge=True)
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    for index, case in enumerate(cases):
+        (folder / f"{index:02d}_{case.name}.eml").write_bytes(case.raw)
+    out = StringIO()
+    call_command("import_mail", str(folder), stdout=out, stderr=StringIO())
+    assert out.getvalue().strip() == f"{len(cases)} imported, 0 already present, 0 unreadable"
+
+    worker = start_worker("--burst", "--queue", "mail:2")
+    assert worker.wait(timeout=180) == 0, worker.log()
+
+    emails = {Path(email.source).stem.split("_", 1)[1]: email for email in EmailMessage.objects.all()}
+    assert len(emails) == len(cases), "an email was lost"
+    assert set(Job.objects.filter(type="email.process").values_list("status", flat=True)) == {"succeeded"}
+    assert not PipelineRun.objects.filter(closed_at__isnull=True).exists()
+    assert not PipelineError.objects.exists()
+    # plain and its second delivery: whichever ran first is the origin, the other its copy.
+    pair = sorted([emails.pop("plain"), emails.pop("duplicate")], key=lambda email: email.status)
+    assert [email.status for email in pair] == [Status.DUPLICATE, Status.LABELLED]
+    assert pair[0].origin_id == pair[1].pk
+    for case in cases:
+        if case.name in emails:
+            assert (case.name, emails[case.name].status) == (case.name, case.status)
+    assert Origin.objects.count() == len(cases) - 1
+
+    huge = emails["huge"].attachments.get()
+    assert huge.size == 20 * 1024 * 1024 and not huge.converted
+    assert "Quarterly revenue" in emails["multipart"].attachments.get(filename="report.pdf").text
+    assert any("CloseBoundaryNotFound" in defect for defect in emails["truncated_mime"].parsed.defects)
+    assert emails["garbage"].parsed.defects
+    assert emails["latin1"].subject == "Rechnung für März"
+    assert emails["shift_jis_rfc2047"].subject == "会議の議題 meeting"
+    assert Origin.objects.get(email=emails["no_message_id"]).key.startswith("sha256:")
+
+
+def test_s3_blob_storage__against_a_moto_server(start_worker, moto_reset: str, settings):
+    bucket = "pipeline-test-blobs"
+    boto3.client("s3", endpoint_url=moto_reset, region_name="eu-central-1").create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-central-1"}
+    )
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "blobs": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": bucket,
+                "endpoint_url": moto_reset,
+                "region_name": "eu-central-1",
+                "location": "blobs",
+            },
+        },
+    }
+    raw = corpus.multipart_with_attachments()
+    email = intake.receive(raw).email
+    assert intake.receive(raw).created is False
+    keys = [
+        item["Key"]
+        for item in boto3.client("s3", endpoint_url=moto_reset).list_objects_v2(Bucket=bucket)["Contents"]
+    ]
+    assert keys == [f"blobs/{email.blob_name}"]
+
+    worker = start_worker(
+        "--burst",
+        "--queue",
+        "mail:1",
+        env={
+            "BLOB_STORAGE": "s3",
+            "AWS_STORAGE_BUCKET_NAME": bucket,
+            "AWS_S3_ENDPOINT_URL": moto_reset,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+        },
+    )
+    assert worker.wait(timeout=60) == 0, worker.log()
+    email.refresh_from_db()
+    assert email.status == Status.LABELLED
+    assert "Quarterly revenue" in email.attachments.get(filename="report.pdf").text
+
+
+@pytest.fixture
+def hanging_model():
+    """A TCP endpoint that accepts and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.1)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join(timeout=5)
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def test_model_timeout__fails_the_email_and_the_engine_retries_with_backoff(start_worker, hanging_model: str):
+    email = intake.receive(corpus.plain()).email
+    before = timezone.now()
+    worker = start_worker(
+        "--burst",
+        "--queue",
+        "mail:1",
+        env={
+            "MODEL_PROVIDER": "bedrock",
+            "BEDROCK_ENDPOINT_URL": hanging_model,
+            "MODEL_TIMEOUT": "0.5",
+            "AWS_ACCESS_KEY_ID": "x",
+            "AWS_SECRET_ACCESS_KEY": "x",
+        },
+    )
+    assert worker.wait(timeout=60) == 0, worker.log()
+    job = Job.objects.get(type="email.process")
+    assert job.status == "queued" and job.attempts == 1, job.error
+    assert "ModelCallError" in job.error and "timed out" in job.error
+    assert job.run_at >= before + timedelta(seconds=29)  # the first backoff step: 30 s
+    email.refresh_from_db()
+    assert email.status == Status.FAILED
+    error = PipelineError.objects.get()
+    assert (error.error_class, error.job_id, error.email_id) == (
+        "pipeline.errors.ModelCallError",
+        job.pk,
+        email.pk,
+    )
+    run = email.runs.get()
+    assert run.is_open and not run.classified
