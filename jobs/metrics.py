@@ -3,8 +3,10 @@
 Backlog per task = jobs queued and due now ÷ live workers (registry rows seen within
 ``JOBS_WORKER_LEASE`` and not stopped; at least 1, so an empty fleet reports the whole
 backlog and scaling out from zero works). Reported overall (no dimensions) and per queue
-(dimension ``Queue``), every queue with a registered job type included even at 0, because
-target tracking only scales in on data points it receives.
+(dimension ``Queue``; divided by the live workers that serve that queue, so a service
+running only ``--queue ai:2`` can scale on its own queue). Every queue with a registered
+job type is reported, even at 0, because target tracking only scales in on data points it
+receives.
 
 Sent to CloudWatch when ``JOBS_CLOUDWATCH_NAMESPACE`` is set; otherwise only logged.
 """
@@ -12,7 +14,7 @@ Sent to CloudWatch when ``JOBS_CLOUDWATCH_NAMESPACE`` is set; otherwise only log
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,8 +35,14 @@ LIVE_WORKERS = "LiveWorkers"
 @dataclass(frozen=True)
 class Backlog:
     queued: dict[str, int]  # due queued jobs by queue
-    workers: int  # live workers, never less than 1
+    live_workers: int
     measured_at: datetime
+    serving: dict[str, int] = field(default_factory=dict)  # live workers by queue they serve
+
+    @property
+    def tasks(self) -> int:
+        """The divisor: live workers, at least 1 (no fleet still has a backlog to report)."""
+        return max(1, self.live_workers)
 
     @property
     def total(self) -> int:
@@ -42,16 +50,35 @@ class Backlog:
 
     @property
     def per_task(self) -> float:
-        return self.total / self.workers
+        return self.total / self.tasks
 
     def per_task_of(self, queue: str) -> float:
-        return self.queued.get(queue, 0) / self.workers
+        return self.queued.get(queue, 0) / max(1, self.serving.get(queue, self.live_workers))
 
 
-def live_workers(now: datetime | None = None) -> int:
-    """Workers that renewed their registry row within the lease and have not stopped."""
+def live_worker_queues(now: datetime | None = None) -> list[set[str] | None]:
+    """The queues of each worker that renewed its row within the lease and has not stopped.
+
+    A worker records its lanes as ``"default,ai:2"`` labels; None means "could not tell",
+    counted as serving every queue.
+    """
     cutoff = (now or timezone.now()) - timedelta(seconds=settings.JOBS_WORKER_LEASE)
-    return Worker.objects.filter(stopped_at__isnull=True, last_seen__gte=cutoff).count()
+    rows = Worker.objects.filter(stopped_at__isnull=True, last_seen__gte=cutoff).values_list(
+        "queues", flat=True
+    )
+    return [_served(labels) for labels in rows]
+
+
+def _served(labels: object) -> set[str] | None:
+    if not isinstance(labels, list):
+        return None
+    queues = {
+        queue.strip()
+        for label in map(str, labels)
+        for queue in (label.rpartition(":")[0] if ":" in label else label).split(",")
+        if queue.strip()
+    }
+    return queues or None
 
 
 def measure(now: datetime | None = None) -> Backlog:
@@ -65,7 +92,9 @@ def measure(now: datetime | None = None) -> Backlog:
     )
     queued = dict.fromkeys(registry.queues(), 0)
     queued.update({row["queue"]: row["count"] for row in rows})
-    return Backlog(queued=queued, workers=max(1, live_workers(now)), measured_at=now)
+    workers = live_worker_queues(now)
+    serving = {queue: sum(1 for served in workers if served is None or queue in served) for queue in queued}
+    return Backlog(queued=queued, live_workers=len(workers), measured_at=now, serving=serving)
 
 
 def metric_data(backlog: Backlog) -> list[dict[str, Any]]:
@@ -81,7 +110,7 @@ def metric_data(backlog: Backlog) -> list[dict[str, Any]]:
     data = [
         datum(BACKLOG_PER_TASK, backlog.per_task, "Count"),
         datum(QUEUED_JOBS, backlog.total, "Count"),
-        datum(LIVE_WORKERS, backlog.workers, "Count"),
+        datum(LIVE_WORKERS, backlog.live_workers, "Count"),
     ]
     for queue in sorted(backlog.queued):
         data.append(datum(BACKLOG_PER_TASK, backlog.per_task_of(queue), "Count", queue))
@@ -110,7 +139,7 @@ def report_backlog(now: datetime | None = None) -> str:
     """Measure, then send to CloudWatch (or only log when no namespace is configured)."""
     backlog = measure(now)
     by_queue = ", ".join(f"{queue}={count}" for queue, count in sorted(backlog.queued.items()))
-    line = f"backlog per task {backlog.per_task:.2f} ({backlog.total} due over {backlog.workers} workers; {by_queue})"
+    line = f"backlog per task {backlog.per_task:.2f} ({backlog.total} due, {backlog.live_workers} live workers; {by_queue})"
     namespace = settings.JOBS_CLOUDWATCH_NAMESPACE
     if namespace:
         publish(backlog, namespace)

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _synced_connection_ids() -> list[int]:
-    return sorted(Job.objects.filter(type="workmanagement.sync").values_list("payload__connection_id", flat=True))
+    return sorted(
+        Job.objects.filter(type="workmanagement.sync").values_list("payload__connection_id", flat=True)
+    )
 
 
 def test_reconcile__queues_stale_and_never_synced_active_connections_only():
