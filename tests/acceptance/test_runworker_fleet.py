@@ -1,0 +1,134 @@
+"""Real ``manage.py runworker`` fleets: exactly-once without crashes, and what survives a
+worker killed with SIGKILL, a child that exits or segfaults, and a job that times out."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from jobs import store
+from jobs.models import Job, JobAttempt, Status, Worker
+from tests.acceptance.conftest import wait_file, wait_finished, wait_registered, wait_status
+from tests.conftest import wait_for
+from tests.jobs_app.models import Execution
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _executions(job_id: int) -> list[int]:
+    return list(Execution.objects.filter(job_id=job_id).values_list("attempt", flat=True))
+
+
+def test_fleet__every_job_runs_exactly_once(start_worker):
+    names = [f"fleet-{n}" for n in range(3)]
+    workers = [start_worker("--concurrency", "2", "--name", name) for name in names]
+    wait_registered(*names)
+
+    assert store.enqueue_many("test.record", [{} for _ in range(3000)]) == 3000
+    ids = list(Job.objects.values_list("pk", flat=True))
+    wait_finished(ids, timeout=120)
+
+    assert Job.objects.filter(status=Status.SUCCEEDED).count() == 3000
+    per_job = Counter(Execution.objects.values_list("job_id", flat=True))
+    assert set(per_job) == set(ids)
+    assert set(per_job.values()) == {1}
+    assert not Execution.objects.exclude(attempt=1).exists()
+    assert not JobAttempt.objects.exists()
+    assert Job.objects.values("locked_by").distinct().count() >= 2  # the work was shared
+    assert all(worker.process.poll() is None for worker in workers)
+
+
+def test_kill_9__job_comes_back_through_the_reaper_and_finishes_on_another_worker(start_worker, tmp_path):
+    marker = tmp_path / "started"
+    victim = start_worker("--concurrency", "1", "--name", "victim")
+    long_job = store.enqueue("test.sleep", {"seconds": 3, "marker": str(marker)})
+    queued = [store.enqueue("test.record", {}).pk for _ in range(20)]
+    wait_file(marker)
+
+    victim.kill_all()  # supervisor and children at once, mid-job
+    assert Job.objects.get(pk=long_job.pk).status == Status.RUNNING  # nobody finished it
+
+    rescuer = start_worker("--concurrency", "2", "--name", "rescuer")
+    wait_finished([long_job.pk, *queued], timeout=60)
+
+    job = Job.objects.get(pk=long_job.pk)
+    assert (job.status, job.attempts, job.locked_by) == (Status.SUCCEEDED, 2, "rescuer")
+    assert job.message == "Requeued after a worker restart."
+    assert _executions(long_job.pk) == [2]  # the killed try never reached its end
+    [lost] = JobAttempt.objects.filter(job=job)
+    assert (lost.attempt, lost.worker, lost.error_class, lost.outcome) == (
+        1,
+        "victim",
+        "WorkerLost",
+        "queued",
+    )
+    # Nothing lost: every other job ran to its end too.
+    assert Job.objects.filter(pk__in=queued, status=Status.SUCCEEDED).count() == len(queued)
+    assert set(Execution.objects.filter(job_id__in=queued).values_list("job_id", flat=True)) == set(queued)
+    assert "Reaper took back" in rescuer.log()
+
+
+def test_os_exit__fails_only_that_try_and_the_worker_goes_on(start_worker):
+    worker = start_worker("--concurrency", "1", "--name", "exiter")
+    crashing = store.enqueue("test.exit", {"code": 1})  # 2 attempts
+    others = [store.enqueue("test.record", {}).pk for _ in range(5)]
+    wait_finished([crashing.pk, *others])
+
+    job = Job.objects.get(pk=crashing.pk)
+    assert (job.status, job.attempts) == (Status.FAILED, 2)
+    assert "exited with code 1" in job.error
+    tries = list(JobAttempt.objects.filter(job=job).values_list("attempt", "error_class", "outcome"))
+    assert tries == [(1, "WorkerCrashed", "queued"), (2, "WorkerCrashed", "failed")]
+    assert Job.objects.filter(pk__in=others, status=Status.SUCCEEDED).count() == len(others)
+    assert Execution.objects.filter(job_id__in=others).count() == len(others)
+    assert worker.process.poll() is None
+
+    after = store.enqueue("test.record", {})  # the replaced child takes new work
+    wait_status(after.pk, Status.SUCCEEDED)
+
+
+def test_segfault__fails_that_job_and_the_worker_keeps_running(start_worker):
+    worker = start_worker("--concurrency", "2", "--name", "segv")
+    crashing = store.enqueue("test.segfault", {})  # 1 attempt
+    wait_status(crashing.pk, Status.FAILED)
+    job = Job.objects.get(pk=crashing.pk)
+    assert "killed by SIGSEGV" in job.error
+    assert JobAttempt.objects.get(job=job).error_class == "WorkerCrashed"
+
+    after = [store.enqueue("test.record", {}).pk for _ in range(4)]
+    wait_finished(after)
+    assert Job.objects.filter(pk__in=after, status=Status.SUCCEEDED).count() == 4
+    assert worker.process.poll() is None
+    assert "crashed" in worker.log()
+
+
+def test_timeout__stops_a_job_that_runs_too_long_and_counts_a_failed_try(start_worker):
+    worker = start_worker("--concurrency", "1", "--name", "timer")
+    slow = store.enqueue("test.slow", {"seconds": 30})  # timeout 0.5 s, 3 attempts
+    after = store.enqueue("test.record", {})
+    wait_finished([slow.pk, after.pk], timeout=30)
+
+    job = Job.objects.get(pk=slow.pk)
+    assert (job.status, job.attempts) == (Status.FAILED, 3)
+    tries = JobAttempt.objects.filter(job=job)
+    assert [t.error_class for t in tries] == ["JobTimeout"] * 3
+    assert "longer than its 0.5s timeout" in tries[0].error
+    assert Job.objects.get(pk=after.pk).status == Status.SUCCEEDED
+    assert worker.process.poll() is None
+    assert Worker.objects.filter(name="timer", stopped_at=None).exists()
+
+
+def test_progress__reaches_the_row_while_the_job_runs(start_worker):
+    start_worker("--concurrency", "1", "--name", "progress")
+    job = store.enqueue("test.progress", {"steps": 4, "pause": 0.5})
+    midway = wait_for(
+        lambda: Job.objects.filter(
+            pk=job.pk, status=Status.RUNNING, progress__gt=0, progress__lt=100
+        ).first(),
+        timeout=30,
+        message="progress below 100 while running",
+    )
+    assert midway.progress_message.startswith("step ")
+    done = wait_status(job.pk, Status.SUCCEEDED)
+    assert done.progress == 100
