@@ -44,6 +44,18 @@ UPDATE jobs_job AS j
 RETURNING j.id
 """
 
+# Enqueue of one job. A duplicate active dedupe key inserts nothing and returns no row;
+# the caller then looks up the job that holds the key.
+INSERT_ONE = """
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
+                      attempts, max_attempts, progress_message, error, message)
+VALUES (%(type)s, %(queue)s, %(priority)s, 'queued', %(payload)s::jsonb, %(dedupe_key)s,
+        COALESCE(%(run_at)s::timestamptz, now()), 0, %(max_attempts)s, '', '', '')
+    ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
+    DO NOTHING
+RETURNING id, run_at, created_at
+"""
+
 # Bulk enqueue: one INSERT for a whole batch of payloads (given as JSON text). The partial
 # unique index ``jobs_dedupe_active`` turns a duplicate active dedupe key into a no-op.
 INSERT_MANY = """

@@ -123,7 +123,7 @@ def enqueue(
     """
     job_type = registry.get(type_name)
     payload = {} if payload is None else payload
-    _payload_text(payload)
+    payload_text = _payload_text(payload)
     fields: dict[str, Any] = {
         "type": job_type.name,
         "queue": job_type.queue,
@@ -134,21 +134,45 @@ def enqueue(
     }
     if run_at is not None:
         fields["run_at"] = run_at
-    if dedupe_key is None:
-        return Job.objects.create(**fields)
     # A concurrent twin may commit between our insert and our lookup, or finish between
     # the lookup and a new insert: a few rounds settle it.
     for _ in range(5):
-        try:
-            with transaction.atomic():  # a savepoint when the caller has a transaction
-                return Job.objects.create(**fields)
-        except IntegrityError:
-            existing = Job.objects.filter(
-                type=job_type.name, dedupe_key=dedupe_key, status__in=ACTIVE
-            ).first()
-            if existing is not None:
-                return existing
+        job = _insert_one(fields, payload_text)
+        if job is not None:
+            return job
+        existing = Job.objects.filter(type=job_type.name, dedupe_key=dedupe_key, status__in=ACTIVE).first()
+        if existing is not None:
+            return existing
     raise IntegrityError(f"Could not enqueue {type_name} with dedupe key {dedupe_key!r}.")
+
+
+def _insert_one(fields: dict[str, Any], payload_text: str) -> Job | None:
+    """Insert one job; None when an active job already holds its dedupe key."""
+    if _on_postgres():
+        # One prepared statement and one round trip: enqueue is on every producer's path.
+        rows = _run_prepared(
+            sql.INSERT_ONE,
+            {**fields, "payload": payload_text, "run_at": fields.get("run_at")},
+        )
+        if not rows:
+            return None
+        job_id, run_at, created_at = rows[0]
+        job = Job(
+            id=job_id,
+            run_at=run_at,
+            created_at=created_at,
+            **{k: v for k, v in fields.items() if k != "run_at"},
+        )
+        job._state.adding = False
+        job._state.db = connection.alias
+        return job
+    if fields["dedupe_key"] is None:
+        return Job.objects.create(**fields)
+    try:
+        with transaction.atomic():  # a savepoint when the caller has a transaction
+            return Job.objects.create(**fields)
+    except IntegrityError:
+        return None
 
 
 def enqueue_many(
