@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -20,7 +20,7 @@ from workspaces.services.work_items import SYNC_JOB, sync_key
 STALE_AFTER = timedelta(minutes=15)
 
 
-def due_connections(now: datetime | None = None):
+def due_connections(now: datetime | None = None) -> QuerySet[WorkConnection]:
     """Active connections never synced or synced before the cutoff, with no sync queued or running."""
     cutoff = (now or timezone.now()) - STALE_AFTER
     pending = Job.objects.filter(

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from workspaces.models import Organization, TrialReminder
@@ -25,7 +25,7 @@ logger = logging.getLogger("workspaces.trials")
 REMIND_BEFORE = timedelta(days=3)
 
 
-def ending_soon(now: datetime | None = None):
+def ending_soon(now: datetime | None = None) -> QuerySet[Organization]:
     """Organizations on trial whose trial ends within 3 days and who were not told yet."""
     now = now or timezone.now()
     reminded = TrialReminder.objects.filter(
@@ -51,12 +51,12 @@ def remind(organization: Organization) -> bool:
                 trial_ends_at=organization.trial_ends_at,
                 email=organization.billing_email,
             )
+            ends = organization.trial_ends_at
             send_mail(
-                subject=f"Your trial of {organization.name} ends on {organization.trial_ends_at:%-d %B %Y}",
+                subject=f"Your trial of {organization.name} ends on {ends.day} {ends:%B %Y}",
                 message=(
-                    f"Hello,\n\nthe trial of {organization.name} ends on "
-                    f"{organization.trial_ends_at:%-d %B %Y at %H:%M} UTC. Choose a plan before then "
-                    "to keep your workspaces, repositories and connections running.\n"
+                    f"Hello,\n\nthe trial of {organization.name} ends on {ends.day} {ends:%B %Y at %H:%M} UTC. "
+                    "Choose a plan before then to keep your workspaces, repositories and connections running.\n"
                 ),
                 from_email=settings.DEFAULT_FROM_EMAIL,
                 recipient_list=[organization.billing_email],
