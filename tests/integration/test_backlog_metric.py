@@ -14,6 +14,7 @@ import jobs
 from jobs import metrics
 from jobs.models import Job, Status, Worker
 from jobs.timers import run_timer, timers
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -137,3 +138,23 @@ def test_sweep_timer__reports_the_backlog():
     assert "jobs.tasks.report_backlog_per_task" in [step.name for step in timers()["sweep"]]
     results = run_timer("sweep")
     assert str(results["jobs.tasks.report_backlog_per_task"]).startswith("backlog per task")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_measure__counts_a_real_worker_for_the_queues_it_serves(start_worker):
+    for n in range(4):
+        jobs.enqueue("repository.ingest", {"repository_id": n}, run_at=timezone.now() + timedelta(hours=1))
+    worker = start_worker("--queue", "ai:1", "--queue", "default:1")
+    wait_for(lambda: metrics.measure().live_workers == 1, timeout=60, message="the worker to register")
+    Job.objects.update(run_at=timezone.now())
+
+    backlog = metrics.measure()
+
+    assert {queue: backlog.serving[queue] for queue in ("ai", "default", "ingestion")} == {
+        "ai": 1,
+        "default": 1,
+        "ingestion": 0,
+    }
+    assert backlog.per_task_of("ingestion") == 4.0
+    worker.stop()
+    assert metrics.measure().live_workers == 0
