@@ -149,6 +149,7 @@ class Supervisor:
             now = time.monotonic()
             self._stop_overdue(now)
             if self.stopping:
+                self._keep_alive(now)
                 self._release_buffers()
                 if now >= self.stop_deadline:
                     self._cut_off_running()
@@ -206,7 +207,7 @@ class Supervisor:
             for lane in self.lanes:
                 if (lane.buffer or lane.maybe_work) and lane.idle:
                     return 0.0  # work to hand out right away
-        deadlines = [self.stop_deadline] if self.stopping else [self.next_poll, self.next_heartbeat]
+        deadlines = [self.next_heartbeat, self.stop_deadline if self.stopping else self.next_poll]
         for lane in self.lanes:
             for child in lane.children:
                 if child.busy:
@@ -265,6 +266,14 @@ class Supervisor:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and now >= self.db_retry_at:
             self._connect_listener()
+
+    def _keep_alive(self, now: float) -> None:
+        """Heartbeat while running jobs finish after SIGTERM: the grace period may outlast
+        the lease, and another worker's reaper must not take back (and rerun) a job that is
+        still running here."""
+        if now >= self.next_heartbeat and now >= self.db_retry_at:
+            self.next_heartbeat = now + settings.JOBS_HEARTBEAT_INTERVAL
+            self._try_db(store.heartbeat, self.name)
 
     def _fill_and_dispatch(self) -> None:
         for lane in self.lanes:

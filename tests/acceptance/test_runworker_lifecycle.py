@@ -1,0 +1,137 @@
+"""A real ``manage.py runworker`` through its life: waking on NOTIFY, per-queue lanes,
+``--burst``, SIGTERM with a deadline, a database that is not there yet, a taken name."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs import store
+from jobs.models import Job, JobAttempt, Status
+from tests.acceptance.conftest import wait_file, wait_log, wait_registered, wait_status
+from tests.conftest import wait_for
+from tests.jobs_app.models import Execution
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_notify__idle_worker_starts_a_job_within_one_second_with_polling_at_60s(start_worker):
+    start_worker("--concurrency", "1", "--poll-interval", "60", "--name", "listener")
+    wait_registered("listener")
+    # A first job proves the worker is in its loop; after it the worker is idle and only a
+    # notification (the next poll is a minute away) can wake it.
+    wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED)
+    for _ in range(3):
+        job = wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=10)
+        assert job.started_at - job.created_at < timedelta(seconds=1)
+
+
+def test_lanes__an_ai_job_runs_while_the_default_lane_is_full(start_worker, tmp_path):
+    start_worker("--queue", "default:1", "--queue", "ai:1", "--shutdown-timeout", "0.5", "--name", "lanes")
+    marker = tmp_path / "default-busy"
+    long_jobs = [store.enqueue("test.sleep", {"seconds": 60, "marker": str(marker)}).pk for _ in range(3)]
+    wait_file(marker)
+
+    ai = store.enqueue("test.ai", {})
+    wait_status(ai.pk, Status.SUCCEEDED, timeout=15)
+    statuses = Counter(Job.objects.filter(pk__in=long_jobs).values_list("status", flat=True))
+    assert statuses == {Status.RUNNING: 1, Status.QUEUED: 2}
+
+
+def test_burst__drains_what_is_due_logs_each_job_and_exits(start_worker):
+    due = [store.enqueue("test.record", {}).pk for _ in range(5)]
+    due.append(store.enqueue("test.ai", {}).pk)
+    later = store.enqueue("test.record", {}, run_at=timezone.now() + timedelta(hours=1))
+
+    worker = start_worker("--burst", "--concurrency", "2", "--name", "burst")
+    assert worker.wait(timeout=60) == 0
+
+    assert Job.objects.filter(pk__in=due, status=Status.SUCCEEDED).count() == len(due)
+    assert Job.objects.get(pk=later.pk).status == Status.QUEUED
+    log = worker.log()
+    starts = re.findall(r"start (test\.\w+) #(\d+) attempt 1/\d+", log)
+    ends = re.findall(r"end (test\.\w+) #(\d+) attempt 1/\d+ [\d.]+ ?ms succeeded", log)
+    assert sorted(int(job_id) for _, job_id in starts) == sorted(due)
+    assert sorted(int(job_id) for _, job_id in ends) == sorted(due)
+    assert ("test.ai", str(due[-1])) in ends
+
+
+def test_sigterm__short_job_finishes_long_job_is_cut_off_and_requeued_without_using_an_attempt(
+    start_worker, tmp_path
+):
+    short_marker, long_marker = tmp_path / "short", tmp_path / "long"
+    short = store.enqueue("test.sleep", {"seconds": 1, "marker": str(short_marker)})
+    long = store.enqueue("test.sleep", {"seconds": 120, "marker": str(long_marker)})
+    Job.objects.filter(pk=long.pk).update(attempts=1)  # it already had one failed try
+    worker = start_worker("--concurrency", "2", "--shutdown-timeout", "3", "--name", "stopping")
+    wait_file(short_marker)
+    wait_file(long_marker)
+    assert Job.objects.get(pk=long.pk).attempts == 2  # claimed: this try counts while it runs
+
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+
+    done = Job.objects.get(pk=short.pk)
+    assert done.status == Status.SUCCEEDED
+    assert list(Execution.objects.filter(job_id=short.pk).values_list("attempt", flat=True)) == [1]
+    cut = Job.objects.get(pk=long.pk)
+    assert (cut.status, cut.attempts, cut.locked_by) == (Status.QUEUED, 1, None)
+    assert cut.message == "Stopped at worker shutdown and requeued."
+    assert cut.run_at <= timezone.now()  # for another worker to take at once
+    assert not JobAttempt.objects.exists()
+    assert not Execution.objects.filter(job_id=long.pk).exists()
+    assert "cut off at shutdown" in worker.log()
+
+
+def test_sigterm__a_job_finishing_during_shutdown_is_not_taken_by_another_worker(start_worker, tmp_path):
+    """The grace period may outlast the worker lease: the stopping worker must still look
+    alive, or a second worker's reaper runs the job a second time."""
+    marker = tmp_path / "started"
+    job = store.enqueue("test.sleep", {"seconds": 6, "marker": str(marker)})
+    stopping = start_worker("--concurrency", "1", "--shutdown-timeout", "30", "--name", "stopping")
+    wait_file(marker)
+    start_worker("--concurrency", "1", "--name", "bystander")
+    wait_registered("bystander")
+
+    stopping.signal(signal.SIGTERM)
+    assert stopping.wait(timeout=30) == 0
+
+    job = wait_status(job.pk, Status.SUCCEEDED)
+    assert (job.attempts, job.locked_by) == (1, "stopping")
+    assert list(Execution.objects.filter(job_id=job.pk).values_list("attempt", flat=True)) == [1]
+    assert not JobAttempt.objects.exists()
+
+
+def test_database_unreachable__worker_logs_that_it_retries_instead_of_crashing(start_worker):
+    worker = start_worker(
+        "--concurrency",
+        "1",
+        "--name",
+        "early",
+        env={"DATABASE_URL": "postgres://postgres@127.0.0.1:1/nowhere"},
+    )
+    wait_log(worker, "Database unreachable at start-up")
+    wait_for(lambda: worker.log().count("Database unreachable") >= 2, timeout=15, message="a second attempt")
+    assert worker.process.poll() is None
+
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    assert "Traceback" not in worker.log()
+
+
+def test_name__a_second_worker_cannot_take_a_live_workers_name(start_worker):
+    start_worker("--concurrency", "1", "--name", "taken")
+    wait_registered("taken")
+    second = start_worker("--concurrency", "1", "--name", "taken")
+    try:
+        code = second.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the second worker kept running under a taken name")
+    assert code != 0
+    assert "A live worker already runs under the name 'taken'" in second.log()
