@@ -265,7 +265,7 @@ def fill_history(finished: int, queued: int) -> None:
             """
             INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
                                   progress_message, error, message)
-            SELECT 'test.noop', 'default', 3, 'queued', '{}', now() + interval '1 day', 0, 3, '', '', ''
+            SELECT 'test.noop', 'default', 2, 'queued', '{}', now() + interval '1 day', 0, 3, '', '', ''
               FROM generate_series(1, %s)
             """,
             [queued],
