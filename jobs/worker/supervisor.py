@@ -257,9 +257,7 @@ class Supervisor:
             for lane in self.lanes:
                 lane.maybe_work = True
             self.next_poll = now + self.options.poll_interval
-        if now >= self.next_heartbeat and now >= self.db_retry_at:
-            self.next_heartbeat = now + settings.JOBS_HEARTBEAT_INTERVAL
-            self._try_db(store.heartbeat, self.name)
+        if self._keep_alive(now):
             reaped = self._try_db(store.reap)
             if reaped and reaped.requeued:
                 for lane in self.lanes:
@@ -267,13 +265,17 @@ class Supervisor:
         if not self.listener.connected and self.listener.enabled and now >= self.db_retry_at:
             self._connect_listener()
 
-    def _keep_alive(self, now: float) -> None:
-        """Heartbeat while running jobs finish after SIGTERM: the grace period may outlast
-        the lease, and another worker's reaper must not take back (and rerun) a job that is
+    def _keep_alive(self, now: float) -> bool:
+        """Heartbeat this worker's running jobs when due; True when it did.
+
+        Also while running jobs finish after SIGTERM: the grace period may outlast the
+        lease, and another worker's reaper must not take back (and rerun) a job that is
         still running here."""
-        if now >= self.next_heartbeat and now >= self.db_retry_at:
-            self.next_heartbeat = now + settings.JOBS_HEARTBEAT_INTERVAL
-            self._try_db(store.heartbeat, self.name)
+        if now < self.next_heartbeat or now < self.db_retry_at:
+            return False
+        self.next_heartbeat = now + settings.JOBS_HEARTBEAT_INTERVAL
+        self._try_db(store.heartbeat, self.name)
+        return True
 
     def _fill_and_dispatch(self) -> None:
         for lane in self.lanes:
