@@ -33,7 +33,7 @@ demo: venv
 
 test: venv postgres chromium
 	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0
-	DATABASE_URL=$(PG_DSN) $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(PG_DSN) TEST_RESTART_POSTGRES=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
