@@ -4,24 +4,25 @@ the same moment, so there is always exactly one origin."""
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 
 from pipeline.models import EmailMessage, Origin
 
 
 def record(email: EmailMessage, key: str) -> int:
-    """Record ``email`` as the origin of ``key`` unless one exists; returns the origin's id."""
-    for _ in range(3):
-        found = Origin.objects.filter(key=key).values_list("email_id", flat=True).first()
-        if found is not None:
-            return found
-        own = Origin.objects.filter(email=email).values_list("email_id", flat=True).first()
-        if own is not None:
-            return own  # recorded earlier under another key (reprocessed after a change)
-        try:
-            with transaction.atomic():
-                Origin.objects.create(key=key[:300], email=email)
-            return email.pk
-        except IntegrityError:
-            continue  # a copy won the race: read its row
-    raise IntegrityError(f"Could not record the origin {key!r} of email #{email.pk}.")
+    """Record ``email`` as the origin of ``key`` unless one exists; returns the origin's id.
+
+    ``INSERT … ON CONFLICT DO NOTHING`` then a read: the unique index makes the insert of a
+    concurrent copy wait for the first one's commit, then skip, so both read one origin.
+    """
+    key = key[:300]
+    Origin.objects.bulk_create([Origin(key=key, email=email)], ignore_conflicts=True)
+    found = Origin.objects.filter(key=key).values_list("email_id", flat=True).first()
+    if found is not None:
+        return found
+    # Only the email's own row conflicted: it was recorded earlier under another key
+    # (reprocessed after the key's rules changed). It stays the origin it was.
+    own = Origin.objects.filter(email=email).values_list("email_id", flat=True).first()
+    if own is None:
+        raise IntegrityError(f"Could not record the origin {key!r} of email #{email.pk}.")
+    return own

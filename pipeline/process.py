@@ -52,6 +52,8 @@ def process_email(email_id: int, *, job_id: int | None = None, progress: Progres
 
 
 def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Progress) -> str:
+    # Few, short transactions (each commit costs an fsync): origin, parsed artifacts, and
+    # the result. None is open during the model call, which may take seconds.
     if email.status == Status.FAILED:
         runs.set_status(email, Status.RECEIVED)  # a retry starts again from the top
     progress(5, "Reading the raw email")
@@ -67,28 +69,25 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
         progress(100, f"Duplicate of email #{origin_id}")
         return DUPLICATE
 
-    progress(25, "Parsing")
+    progress(25, "Parsing and converting attachments")
     parsed = parsing.parse(raw)
     del raw  # a 20 MB email should not stay in memory for the model call
-    _save_parsed(email, parsed)
-    progress(50, "Attachments converted")
+    _save_parsed(email, run, parsed)
 
     if not switch.model_calls_enabled():
-        runs.touch(run)  # stays open and never classified: the sweeper re-adds it
         progress(100, "Model calls are off: waiting for the sweeper")
-        return WAITING
+        return WAITING  # the run stays open and never classified: the sweeper re-adds it
 
     progress(55, "Classifying")
     text = document_text(parsed)
     result = classify.classify(parsed.subject, text)
+
+    # Three short commits, so each business status is real: a run that fails after this
+    # point stays "classified", which the sweeper's 30-minute rule depends on.
     with transaction.atomic():
-        Classification.objects.update_or_create(
-            email=email,
-            defaults={
-                "labels": result.labels,
-                "model": result.model[:200],
-                "raw_response": result.raw_response,
-            },
+        Classification.objects.filter(email=email).delete()
+        Classification.objects.create(
+            email=email, labels=result.labels, model=result.model[:200], raw_response=result.raw_response
         )
         runs.set_status(email, Status.CLASSIFIED)
         runs.touch(run, classified=True)
@@ -97,19 +96,20 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
     if settings.SEARCH_INDEX:
         progress(75, "Indexing")
         try:
-            search.index(email.pk, f"{parsed.subject}\n{parsed.sender}\n{text}")
-            runs.set_status(email, Status.INDEXED)
+            with transaction.atomic():
+                search.index(email.pk, f"{parsed.subject}\n{parsed.sender}\n{text}")
+                runs.set_status(email, Status.INDEXED)
         except IndexingError as exc:
             runs.record_error(email, run, job_id, exc)
             runs.set_status(email, Status.PARTIALLY_INDEXED)
-            runs.touch(run, last_error=str(exc)[:5000])
+            run.last_error = str(exc)[:5000]
             outcome = RunOutcome.PARTIALLY_INDEXED
 
     progress(90, "Applying labels")
     final = Status.LABELLED if outcome == RunOutcome.LABELLED else Status.PARTIALLY_INDEXED
     with transaction.atomic():
         runs.set_status(email, final, labels=result.labels, needs_review=False)
-        runs.close(run, outcome)
+        runs.close(run, outcome, last_error=run.last_error)
     progress(100, f"Labelled {', '.join(result.labels)}")
     return str(outcome)
 
@@ -123,16 +123,16 @@ def document_text(parsed: parsing.Parsed) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _save_parsed(email: EmailMessage, parsed: parsing.Parsed) -> None:
+def _save_parsed(email: EmailMessage, run: PipelineRun, parsed: parsing.Parsed) -> None:
     # One transaction for the email's artifacts, so a retry replaces them whole.
     with transaction.atomic():
-        ParsedEmail.objects.update_or_create(
+        runs.touch(run)
+        ParsedEmail.objects.filter(email=email).delete()
+        ParsedEmail.objects.create(
             email=email,
-            defaults={
-                "headers": [list(item) for item in parsed.headers],
-                "body_text": parsed.body_text,
-                "defects": parsed.defects,
-            },
+            headers=[list(item) for item in parsed.headers],
+            body_text=parsed.body_text,
+            defects=parsed.defects,
         )
         Attachment.objects.filter(email=email).delete()
         Attachment.objects.bulk_create(

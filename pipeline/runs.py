@@ -30,12 +30,14 @@ def touch(run: PipelineRun, **fields: object) -> None:
         setattr(run, name, value)
 
 
-def close(run: PipelineRun, outcome: RunOutcome, last_error: str = "") -> None:
-    fields: dict[str, object] = {"outcome": outcome, "closed_at": Now(), "updated_at": Now()}
+def close(run: PipelineRun, outcome: RunOutcome, last_error: str = "", **more: object) -> None:
+    fields: dict[str, object] = {"outcome": outcome, "closed_at": Now(), "updated_at": Now(), **more}
     if last_error:
         fields["last_error"] = last_error
     PipelineRun.objects.filter(pk=run.pk).update(**fields)
     run.outcome = outcome
+    for name, value in more.items():
+        setattr(run, name, value)
 
 
 def set_status(email: EmailMessage, status: Status, **fields: object) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import DatabaseError, connection, transaction
-from django.db.models import QuerySet
+from django.db.models import QuerySet, TextField, Value
 
 from pipeline.errors import IndexingError
 from pipeline.models import EmailMessage, IndexRecord
@@ -23,13 +23,14 @@ def index(email_id: int, text: str) -> None:
 
 
 def _write(email_id: int, text: str) -> None:
-    # One short transaction on the one index row.
+    # One short transaction (a savepoint inside the caller's) on the one index row; the
+    # tsvector is computed by PostgreSQL in the same INSERT.
+    vector = None
+    if connection.vendor == "postgresql":
+        vector = SearchVector(Value(text, output_field=TextField()), config=settings.SEARCH_CONFIG)
     with transaction.atomic():
-        IndexRecord.objects.update_or_create(email_id=email_id, defaults={"text": text})
-        if connection.vendor == "postgresql":
-            IndexRecord.objects.filter(email_id=email_id).update(
-                vector=SearchVector("text", config=settings.SEARCH_CONFIG)
-            )
+        IndexRecord.objects.filter(email_id=email_id).delete()
+        IndexRecord.objects.create(email_id=email_id, text=text, vector=vector)
 
 
 def search(query: str) -> QuerySet[EmailMessage]:
