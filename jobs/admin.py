@@ -143,11 +143,35 @@ class Tile:
 
 
 class BoundedPaginator(Paginator):
-    """Counts at most ``EXACT_UP_TO + 1`` rows: paging the newest jobs must not count all."""
+    """Counts at most ``EXACT_UP_TO + 1`` rows: paging the newest jobs must not count all.
+
+    It first reads the page about to be shown plus one row. When that is the last page, its
+    rows give the count, so a filter that matches a few rows (or none) costs one scan, not
+    a scan to list and another to count.
+    """
+
+    def __init__(
+        self, object_list: Any, per_page: int, *args: Any, page_number: int = 1, **kwargs: Any
+    ) -> None:
+        super().__init__(object_list, per_page, *args, **kwargs)
+        self.page_number = page_number
+        self.page_rows: list[Any] | None = None
 
     @cached_property
     def count(self) -> int:
+        bottom = (self.page_number - 1) * self.per_page
+        window = list(self.object_list[bottom : bottom + self.per_page + 1])
+        if len(window) <= self.per_page and (window or bottom == 0):
+            self.page_rows = window  # the last page: nothing follows it
+            return bottom + len(window)
+        self.page_rows = window[: self.per_page] if window else None
         return self.object_list.order_by()[: EXACT_UP_TO + 1].count()
+
+    def page(self, number: Any) -> Any:
+        number = self.validate_number(number)
+        if number == self.page_number and self.page_rows is not None:
+            return self._get_page(self.page_rows, number, self)
+        return super().page(number)
 
 
 class JobChangeList(ChangeList):
@@ -157,6 +181,9 @@ class JobChangeList(ChangeList):
 
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
+        rows = getattr(self.paginator, "page_rows", None)
+        if rows is not None and not self.multi_page and not self.show_all:
+            self.result_list = rows  # already read while counting: don't run the query again
         self.count_is_bounded = (
             isinstance(self.paginator, BoundedPaginator) and self.result_count > EXACT_UP_TO
         )
@@ -273,6 +300,15 @@ class ViewJobsPermissionMixin:
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return JobChangeList
 
+    def get_paginator(
+        self, request: HttpRequest, queryset: QuerySet, per_page: int, **kwargs: Any
+    ) -> Paginator:
+        try:
+            page_number = max(int(request.GET.get("p", 1)), 1)
+        except ValueError:
+            page_number = 1
+        return BoundedPaginator(queryset, per_page, page_number=page_number, **kwargs)
+
     def has_module_permission(self, request: HttpRequest) -> bool:
         return can_view(request.user)
 
@@ -299,7 +335,6 @@ class JobAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     ordering = ("-id",)
     search_fields = ("dedupe_key",)
     search_help_text = "A job id (e.g. 1234) or an exact dedupe key."
-    paginator = BoundedPaginator
     list_per_page = 50
     list_max_show_all = 200
     actions = ("retry_selected", "cancel_selected")
@@ -597,7 +632,6 @@ class JobAttemptAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     search_help_text = "A job id."
     sortable_by = ()
     ordering = ("-id",)
-    paginator = BoundedPaginator
     actions = None
 
     def get_search_results(

@@ -1,0 +1,138 @@
+"""The Background jobs page in a real headless Chromium (Debian's), against the live server.
+
+A real ``manage.py runworker`` runs a job that reports progress; the page must show the
+progress change by itself (no reload, scroll kept), stop refreshing once the system is
+idle, and let an operator Retry a failed job. Screenshots go to tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jobs import store
+from jobs.models import Job, Status
+from tests.admin_jobs import PAGE, PASSWORD, make_failed, make_operator, make_viewer
+from tests.conftest import ARTIFACTS, wait_for
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+REFRESH_HEADER = "x-jobs-refresh"  # Playwright reports header names in lower case
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium"
+    ),
+    pytest.mark.django_db(transaction=True),  # the live server and the worker see committed rows
+]
+
+
+@pytest.fixture
+def browser(monkeypatch) -> Iterator:
+    """Chromium through Playwright; its sync API runs an event loop in this thread, which
+    Django's async-safety check would otherwise refuse for ORM calls made by the test."""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def log_in(browser, live_server, username: str, *, next_url: str = PAGE, height: int = 900):
+    page = browser.new_page(viewport={"width": 1400, "height": height})
+    page.set_default_timeout(20_000)
+    page.goto(f"{live_server.url}/admin/login/?next={next_url}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"**{PAGE}**")
+    return page
+
+
+def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def test_viewer__watches_progress_live_and_refreshing_stops_when_idle(
+    browser, live_server, start_worker, tmp_path
+) -> None:
+    make_viewer()
+    for _ in range(30):  # enough rows to scroll
+        store.enqueue("test.noop", {})
+    Job.objects.filter(type="test.noop").update(status=Status.SUCCEEDED, attempts=1)
+    job = store.enqueue("test.progress", {"steps": 10, "pause": 0.8})
+    refreshes: list[str] = []
+
+    page = log_in(browser, live_server, "viewer", next_url=f"{PAGE}?queue=default", height=500)
+    page.on("request", lambda request: request.headers.get(REFRESH_HEADER) and refreshes.append(request.url))
+    navigations: list[str] = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    assert page.locator("button.job-action").count() == 0  # a viewer gets no buttons
+    assert page.get_attribute("#job-tiles", "data-active") == "1"  # a job is queued
+    page.evaluate("window.scrollTo(0, 150)")
+    worker = start_worker("--concurrency", "1", "--burst")
+
+    progress = page.locator(f'#result_list tr:has(a[href*="/job/{job.pk}/change/"]) .job-percent')
+    wait_for(
+        lambda: progress.count() and progress.inner_text().strip() not in ("", "0 %"), 30, message="progress"
+    )
+    first = progress.inner_text()
+    wait_for(
+        lambda: progress.count() and progress.inner_text() not in (first, ""),
+        30,
+        message="progress to change",
+    )
+    screenshot(page, "admin_jobs_running.png")
+
+    assert navigations == []  # swapped in place, never reloaded
+    assert page.evaluate("window.scrollY") == 150
+    assert all("queue=default" in url for url in refreshes)  # the filters are kept
+    assert worker.wait(60) == 0  # --burst: the queue is drained
+    wait_for(lambda: page.get_attribute("#job-tiles", "data-active") == "0", 15, message="page to go idle")
+    assert "Idle" in page.inner_text("#job-live")
+    assert Job.objects.get(pk=job.pk).status == Status.SUCCEEDED
+    before = len(refreshes)
+    # A quiet window of more than two refresh intervals: absence can only be observed so.
+    page.wait_for_timeout(7_000)
+    assert len(refreshes) == before, "the page kept refreshing on an idle system"
+
+
+def test_operator__retries_a_failed_job_and_sees_it_queued(browser, live_server) -> None:
+    make_operator()
+    job = make_failed(payload={"repository_id": 7})
+
+    page = log_in(browser, live_server, "operator", next_url=f"{PAGE}?status=failed")
+    row = page.locator(f'#result_list tr:has(a[href*="/job/{job.pk}/change/"])')
+    assert "RuntimeError: boom" in row.inner_text()
+    assert page.locator("button.job-action--cancel").count() == 0
+    screenshot(page, "admin_jobs_failed.png")
+    row.locator("button.job-action--retry").click()
+
+    page.wait_for_selector(".messagelist")
+    assert f"Job #{job.pk} is queued again." in page.inner_text(".messagelist")
+    assert "status=failed" in page.url  # back to the same filters
+    page.goto(f"{live_server.url}{PAGE}")
+    status = page.locator(f'#result_list tr:has(a[href*="/job/{job.pk}/change/"]) .job-status')
+    assert status.inner_text() == "queued"
+    assert page.get_attribute("#job-tiles", "data-active") == "1"
+    screenshot(page, "admin_jobs_page.png")
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.error) == (Status.QUEUED, 0, "")
+
+    page.goto(f"{live_server.url}{PAGE}{job.pk}/change/")
+    assert "Failed attempts (3)" in page.inner_text("#job-attempts")
+    screenshot(page, "admin_job_detail.png")
