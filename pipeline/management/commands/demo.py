@@ -3,6 +3,7 @@ is drained, and print what became of each email."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         out = self.stdout
+        logging.getLogger("pipeline.import").setLevel(logging.ERROR)  # printed below instead
         switch.set_model_calls(True)
         out.write(
             f"Model calls: on ({settings.MODEL_PROVIDER} classifier). Blob storage: {settings.BLOB_STORAGE}."
@@ -82,7 +84,7 @@ class Command(BaseCommand):
             type=PROCESS_JOB, dedupe_key__in=[email.dedupe_key for email in emails]
         ).order_by("id"):
             jobs_by_key[job.dedupe_key] = job  # the latest job per email
-        header = f"   {'#':>3}  {'subject':<38} {'status':<18} {'labels':<24} job"
+        header = f"   {'#':>3}  {'file':<30} {'subject':<36} {'status':<18} {'labels':<17} job"
         self.stdout.write(header)
         self.stdout.write("   " + "-" * (len(header) - 3))
         for email in emails:
@@ -91,7 +93,8 @@ class Command(BaseCommand):
             if job and job.error:
                 job_text += f": {job.error[:60]}"
             status = email.status + (f" of #{email.origin_id}" if email.origin_id else "")
-            subject = (email.subject or "(no subject)")[:38]
+            subject = (email.subject or "(no subject)")[:36]
+            source = Path(email.source).name[:30]
             extras = []
             attachments = list(email.attachments.all())
             if attachments:
@@ -100,11 +103,12 @@ class Command(BaseCommand):
             defects = getattr(getattr(email, "parsed", None), "defects", [])
             if defects:
                 extras.append(f"{len(defects)} defect(s): {defects[0][:50]}")
+            labels = ", ".join(email.labels) or "-"
             self.stdout.write(
-                f"   {email.pk:>3}  {subject:<38} {status:<18} {', '.join(email.labels) or '-':<24} {job_text}"
+                f"   {email.pk:>3}  {source:<30} {subject:<36} {status:<18} {labels:<17} {job_text}"
             )
             for extra in extras:
-                self.stdout.write(f"   {'':>3}  └ {extra}")
+                self.stdout.write(f"   {'':>3}  {'':<30} └ {extra}")
         statuses = {}
         for job in jobs_by_key.values():
             statuses[job.status] = statuses.get(job.status, 0) + 1
