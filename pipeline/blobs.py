@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, storages
 
@@ -28,8 +29,11 @@ def write(raw: bytes) -> tuple[str, str]:
     store = storage()
     if not store.exists(name):
         saved = store.save(name, ContentFile(raw))
-        # Overwrite is allowed (same name, same bytes), so the name never gets a suffix.
-        assert saved == name, f"blob storage renamed {name} to {saved}"
+        # Overwrite must be allowed (same name, same bytes), so the name never gets a suffix.
+        if saved != name:
+            raise ImproperlyConfigured(
+                f"Blob storage renamed {name} to {saved}: allow overwriting in STORAGES['blobs']."
+            )
     return name, sha
 
 

@@ -1,0 +1,48 @@
+"""The pipeline's settings fail loudly, naming the variable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+SETUP = "import django; django.setup(); from django.conf import settings; print(settings.STORAGES['blobs']['BACKEND'])"
+
+
+def _setup(**env: str) -> subprocess.CompletedProcess:
+    clean = {key: value for key, value in os.environ.items() if key not in {"BLOB_STORAGE", "MODEL_PROVIDER"}}
+    return subprocess.run(
+        [sys.executable, "-c", SETUP],
+        cwd=ROOT,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"BLOB_STORAGE": "ftp"}, "BLOB_STORAGE must be one of local, s3"),
+        ({"BLOB_STORAGE": "s3"}, "AWS_STORAGE_BUCKET_NAME is required"),
+        ({"MODEL_PROVIDER": "openai"}, "MODEL_PROVIDER must be one of local, bedrock"),
+        ({"MODEL_TIMEOUT": "soon"}, "MODEL_TIMEOUT must be a number"),
+        ({"SEARCH_INDEX": "maybe"}, "SEARCH_INDEX must be true or false"),
+    ],
+)
+def test_settings__a_bad_value_names_the_variable(env, message):
+    result = _setup(**env)
+    assert result.returncode != 0 and "ImproperlyConfigured" in result.stderr and message in result.stderr
+
+
+def test_settings__blob_storage_is_chosen_by_settings():
+    assert _setup().stdout.strip() == "django.core.files.storage.FileSystemStorage"
+    assert (
+        _setup(BLOB_STORAGE="s3", AWS_STORAGE_BUCKET_NAME="b").stdout.strip()
+        == "storages.backends.s3.S3Storage"
+    )
