@@ -12,7 +12,10 @@ of the batch as ``("done", count)``.
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -29,12 +32,13 @@ CURRENT = 0  # index in the batch of the job running now
 STARTED = 1  # its start, in time.monotonic() seconds (system-wide clock)
 
 
-def main(conn: Connection, state: Sequence[float], worker: str) -> None:
+def main(conn: Connection, state: Sequence[float], worker: str, supervisor_pid: int) -> None:
     """Entry point of a child process."""
     # The supervisor owns shutdown: a Ctrl-C or SIGTERM sent to the whole process group
     # must not break the job this child is running.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _exit_with(supervisor_pid)
     django.setup()
     from django.db import close_old_connections
 
@@ -56,6 +60,22 @@ def main(conn: Connection, state: Sequence[float], worker: str) -> None:
         close_old_connections()
         if not _send(conn, ("done", len(batch))):
             return
+
+
+def _exit_with(supervisor_pid: int) -> None:
+    """Exit at once when the supervisor dies (even by SIGKILL): a job must not run on,
+    unsupervised, while the reaper hands it to another worker. A pidfd becomes readable
+    when that process exits; a daemon thread waits on it at no cost."""
+    try:
+        pidfd = os.pidfd_open(supervisor_pid)
+    except (AttributeError, OSError):
+        return  # no pidfd here: the closed pipe still stops the child after its job
+
+    def watch() -> None:
+        select.select([pidfd], [], [])
+        os._exit(70)
+
+    threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
 
 
 def _send(conn: Connection, message: tuple) -> bool:

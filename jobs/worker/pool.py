@@ -39,7 +39,9 @@ class Child:
         self.lane = lane
         self.state = _context.RawArray("d", 2)  # shared: index of the running job, its start
         self.conn, theirs = _context.Pipe()
-        self.process = _context.Process(target=child.main, args=(theirs, self.state, worker), daemon=True)
+        self.process = _context.Process(
+            target=child.main, args=(theirs, self.state, worker, os.getpid()), daemon=True
+        )
         self.process.start()
         theirs.close()
         self.batch: list[ClaimedJob] = []
