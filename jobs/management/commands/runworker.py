@@ -12,7 +12,7 @@ from jobs.worker.supervisor import Supervisor, WorkerOptions
 def parse_lane(spec: str) -> tuple[list[str], int]:
     """``ai:2`` → (["ai"], 2); ``default`` → (["default"], 1)."""
     name, _, slots = spec.partition(":")
-    if not name or (slots and not slots.isdigit()) or slots == "0":
+    if not name or not (slots or "1").isdigit() or int(slots or 1) < 1:
         raise CommandError(f"--queue expects NAME or NAME:SLOTS with SLOTS ≥ 1, got {spec!r}.")
     return [name], int(slots or 1)
 
