@@ -283,6 +283,19 @@ def timestamp(moment: datetime | None, now: datetime, prefix: str = "") -> SafeS
     )
 
 
+def exact_timestamp(moment: datetime | None) -> SafeString | str:
+    """To the second, with how long ago: a job's own page is where times get compared."""
+    if moment is None:
+        return "—"
+    local = timezone.localtime(moment)
+    return format_html(
+        '<time datetime="{}">{}</time> <span class="quiet">({})</span>',
+        local.isoformat(),
+        local.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + local.strftime(" %Z"),
+        relative(moment, timezone.now()),
+    )
+
+
 def waiting_for_retry(job: Job) -> bool:
     """Queued again after a failed try (or a lost worker): it has used up attempts."""
     return job.status == Status.QUEUED and job.attempts > 0
@@ -341,11 +354,23 @@ class JobAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("type", "queue", "priority", "status_badge", "message", "dedupe_key")}),
         ("Progress", {"fields": ("progress_cell", "error_text", "attempts_cell")}),
-        ("Worker", {"fields": ("locked_by", "heartbeat_at")}),
-        ("Timestamps", {"fields": ("created_at", "run_at", "started_at", "finished_at", "took")}),
+        ("Worker", {"fields": ("locked_by", "heartbeat")}),
+        ("Timestamps", {"fields": ("created", "due", "started", "finished", "took")}),
         ("Payload", {"fields": ("payload_text",)}),
     )
-    readonly_fields = ("status_badge", "progress_cell", "error_text", "attempts_cell", "took", "payload_text")
+    readonly_fields = (
+        "status_badge",
+        "progress_cell",
+        "error_text",
+        "attempts_cell",
+        "took",
+        "payload_text",
+        "heartbeat",
+        "created",
+        "due",
+        "started",
+        "finished",
+    )
 
     # --- permissions and URLs -----------------------------------------------------------
 
@@ -420,6 +445,7 @@ class JobAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
             "mail_queue": mail_queue,
             "mail_failed_url": f"{url}?{urlencode({'status': Status.FAILED, 'queue': mail_queue})}",
             "can_operate": self.has_operate_permission(request),
+            "title": "Background jobs",
             **(extra_context or {}),
         }
         response = super().changelist_view(request, context)
@@ -501,6 +527,26 @@ class JobAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     @admin.display(description="error")
     def error_text(self, job: Job) -> SafeString | str:
         return format_html('<pre class="job-pre">{}</pre>', job.error) if job.error else "—"
+
+    @admin.display(description="last heartbeat")
+    def heartbeat(self, job: Job) -> SafeString | str:
+        return exact_timestamp(job.heartbeat_at)
+
+    @admin.display(description="created")
+    def created(self, job: Job) -> SafeString | str:
+        return exact_timestamp(job.created_at)
+
+    @admin.display(description="run at (due)")
+    def due(self, job: Job) -> SafeString | str:
+        return exact_timestamp(job.run_at)
+
+    @admin.display(description="started")
+    def started(self, job: Job) -> SafeString | str:
+        return exact_timestamp(job.started_at)
+
+    @admin.display(description="finished")
+    def finished(self, job: Job) -> SafeString | str:
+        return exact_timestamp(job.finished_at)
 
     @admin.display(description="payload")
     def payload_text(self, job: Job) -> SafeString:
@@ -614,6 +660,14 @@ def _shorten(text: str, limit: int = 160) -> str:
 # --- the audit trail and the worker registry, read-only -------------------------------------
 
 
+class OutcomeFilter(_ChoiceFilter):
+    title = "what followed"
+    parameter_name = field = "outcome"
+
+    def choices_from(self) -> list[tuple[str, str]]:
+        return [(Status.QUEUED, "queued again (retry)"), (Status.FAILED, "failed for good")]
+
+
 @admin.register(JobAttempt)
 class JobAttemptAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     list_display = (
@@ -627,7 +681,7 @@ class JobAttemptAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
         "failed_at",
         "outcome",
     )
-    list_filter = ("outcome",)
+    list_filter = (OutcomeFilter,)
     search_fields = ("=job__id",)
     search_help_text = "A job id."
     sortable_by = ()

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from jobs import store
 from jobs.models import Job, Status
@@ -49,6 +50,9 @@ def browser(monkeypatch) -> Iterator:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+        # While Playwright's loop runs, the ORM keeps its connection in that context: close
+        # it here, or the test database cannot be dropped at the end of the session.
+        connections.close_all()
 
 
 def log_in(browser, live_server, username: str, *, next_url: str = PAGE, height: int = 900):

@@ -154,3 +154,16 @@ def test_retry__of_a_missing_job_is_404(client: Client) -> None:
     client.force_login(make_operator())
 
     assert client.post(f"{PAGE}999999/retry/").status_code == 404
+
+
+@pytest.mark.parametrize("url", ["/admin/platform/jobattempt/", "/admin/platform/worker/"])
+def test_attempts_and_workers__are_read_only_pages_for_viewers(client: Client, url: str) -> None:
+    make_failed()
+    client.force_login(make_user("clerk"))
+    assert client.get(url).status_code == 403
+
+    client.force_login(make_viewer())
+    page = client.get(url)
+
+    assert page.status_code == 200
+    assert client.get(f"{url}add/").status_code == 403

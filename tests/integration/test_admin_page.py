@@ -185,5 +185,5 @@ def test_job_page__shows_payload_attempts_tracebacks_worker_and_timestamps(viewe
     assert "boom on try 1" in html and "boom on try 2" in html
     assert "RuntimeError: boom 2" in html  # the traceback
     assert "host-a:101:0" in html  # the worker
-    for label in ("Created at", "Run at", "Started at", "Finished at"):
+    for label in ("Created:", "Run at (due):", "Started:", "Finished:", "Last heartbeat:"):
         assert label in html
