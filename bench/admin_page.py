@@ -35,8 +35,9 @@ from django.contrib.auth.models import Permission, User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from jobs.admin import REFRESH_HEADER  # noqa: E402
+from jobs.admin import REFRESH_HEADER, status_counts  # noqa: E402
 
 TARGET_MS = 300.0
 PAGE = "/admin/platform/job/"
@@ -195,6 +196,17 @@ def main() -> None:
         if label.startswith(("page", "refresh")):
             worst = max(worst, peak)
         print(f"{label:34} {median:8.1f} {peak:8.1f}")
+    timings = []
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        counts = status_counts()
+        timings.append((time.perf_counter() - started) * 1000)
+    print(f"{'tiles alone (status_counts)':34} {statistics.median(timings):8.1f} {max(timings):8.1f}")
+    print("tiles: " + ", ".join(f"{c.status} {c.figure} ({c.caption})" for c in counts.values()))
+    for label, headers in (("page", None), ("refresh", {REFRESH_HEADER: "1"})):
+        with CaptureQueriesContext(connection) as queries:
+            client.get(PAGE, headers=headers or {})
+        print(f"SQL statements per {label}: {len(queries)}")
     verdict = "within" if worst < TARGET_MS else "OVER"
     print(f"page and refresh: worst run {worst:.1f} ms, {verdict} the {TARGET_MS:.0f} ms target")
 
