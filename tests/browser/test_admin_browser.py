@@ -140,3 +140,30 @@ def test_operator__retries_a_failed_job_and_sees_it_queued(browser, live_server)
     page.goto(f"{live_server.url}{PAGE}{job.pk}/change/")
     assert "Failed attempts (3)" in page.inner_text("#job-attempts")
     screenshot(page, "admin_job_detail.png")
+
+
+def test_operator__ticks_survive_a_refresh_and_bulk_cancel_works(browser, live_server) -> None:
+    """The page's own selection script replaces Django's actions.js, which a swap would break."""
+    make_operator()
+    first, second = store.enqueue("test.noop", {}), store.enqueue("test.noop", {})
+
+    page = log_in(browser, live_server, "operator")
+    page.evaluate(
+        "window.refreshes = 0; document.addEventListener('jobs:refreshed', () => window.refreshes++)"
+    )
+    page.check(f'input.action-select[value="{first.pk}"]')
+    assert page.inner_text(".action-counter") == "1 of 2 selected"
+    wait_for(lambda: page.evaluate("window.refreshes") >= 1, 15, message="a refresh")
+
+    assert page.is_checked(f'input.action-select[value="{first.pk}"]')
+    assert not page.is_checked(f'input.action-select[value="{second.pk}"]')
+    page.check("#action-toggle")
+    assert page.inner_text(".action-counter") == "2 of 2 selected"
+    page.uncheck(f'input.action-select[value="{second.pk}"]')
+    page.select_option("select[name=action]", "cancel_selected")
+    page.click("button[name=index]")
+
+    page.wait_for_selector(".messagelist")
+    assert "1 job cancelled." in page.inner_text(".messagelist")
+    assert Job.objects.get(pk=first.pk).status == Status.CANCELLED
+    assert Job.objects.get(pk=second.pk).status == Status.QUEUED

@@ -83,6 +83,13 @@ def test_tiles__above_the_exact_limit_say_they_estimate(viewer_client: Client, m
     assert "more than 2" in html  # the paginator stops counting too
 
 
+def test_tile_figures__exact_estimated_and_lagging_statistics() -> None:
+    assert jobs_admin.StatusCount("failed", 1234, exact=True).figure == "1,234"
+    assert jobs_admin.StatusCount("succeeded", 986_123, exact=False).figure == "≈ 986,000"
+    # Statistics not yet caught up with a burst: all we know is "more than the limit".
+    assert jobs_admin.StatusCount("queued", 42, exact=False).figure == f"{jobs_admin.EXACT_UP_TO:,}+"
+
+
 def test_columns__running_job_shows_percent_and_live_message(viewer_client: Client) -> None:
     job = make_job(Status.RUNNING, "test.progress", progress=40, progress_message="step 2 of 5")
 
