@@ -3,9 +3,13 @@ worker killed with SIGKILL, a child that exits or segfaults, and a job that time
 
 from __future__ import annotations
 
+import os
+import signal
 from collections import Counter
+from pathlib import Path
 
 import pytest
+from django.db import transaction
 
 from jobs import store
 from jobs.models import Job, JobAttempt, Status, Worker
@@ -132,3 +136,63 @@ def test_progress__reaches_the_row_while_the_job_runs(start_worker):
     assert midway.progress_message.startswith("step ")
     done = wait_status(job.pk, Status.SUCCEEDED)
     assert done.progress == 100
+
+
+def test_crash_and_timeout_inside_a_batch__the_other_jobs_run_exactly_once(start_worker):
+    """Short jobs go to a child in batches; a job that kills its child or times out in the
+    middle of one fails alone, and the jobs around it run once each."""
+    start_worker("--concurrency", "1", "--name", "batcher")
+    warm_up = store.enqueue_many("test.record", [{} for _ in range(300)])
+    wait_for(
+        lambda: Job.objects.filter(status=Status.SUCCEEDED).count() == warm_up,
+        timeout=60,
+        message="the warm-up jobs (the lane learns that jobs are short)",
+    )
+    with transaction.atomic():  # one claimable block, in id order
+        records = [store.enqueue("test.record", {}).pk for _ in range(15)]
+        crash = store.enqueue("test.exit", {"code": 3}).pk
+        records += [store.enqueue("test.record", {}).pk for _ in range(15)]
+        slow = store.enqueue("test.slow", {"seconds": 30}).pk
+        records += [store.enqueue("test.record", {}).pk for _ in range(15)]
+    wait_finished([*records, crash, slow], timeout=60)
+
+    per_job = Counter(Execution.objects.filter(job_id__in=records).values_list("job_id", flat=True))
+    assert per_job == dict.fromkeys(records, 1)
+    assert Job.objects.filter(pk__in=records, status=Status.SUCCEEDED).count() == len(records)
+    assert Job.objects.filter(pk__in=records, attempts=1).count() == len(records)
+    assert not JobAttempt.objects.filter(job_id__in=records).exists()
+    assert (
+        list(JobAttempt.objects.filter(job_id=crash).values_list("error_class", flat=True))
+        == ["WorkerCrashed"] * 2
+    )
+    assert (
+        list(JobAttempt.objects.filter(job_id=slow).values_list("error_class", flat=True))
+        == ["JobTimeout"] * 3
+    )
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie counts as gone: it runs nothing)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_supervisor_killed__its_children_stop_at_once_and_the_job_is_recovered(start_worker, tmp_path):
+    marker = tmp_path / "started"
+    orphaned = start_worker("--concurrency", "1", "--name", "orphaned")
+    job = store.enqueue("test.sleep", {"seconds": 20, "marker": str(marker)})
+    wait_file(marker)
+    child_pid = int(marker.read_text())
+
+    os.kill(orphaned.pid, signal.SIGKILL)  # only the supervisor
+    wait_for(lambda: not _alive(child_pid), timeout=5, message="the child to stop with its supervisor")
+    orphaned.kill_all()  # whatever else is left of its process group
+    Job.objects.filter(pk=job.pk).update(payload={"seconds": 0.1})  # the rerun need not wait 20 s
+
+    start_worker("--concurrency", "1", "--name", "heir")
+    job = wait_status(job.pk, Status.SUCCEEDED, timeout=60)
+    assert (job.attempts, job.locked_by) == (2, "heir")
+    assert _executions(job.pk) == [2]

@@ -135,3 +135,33 @@ def test_name__a_second_worker_cannot_take_a_live_workers_name(start_worker):
         pytest.fail("the second worker kept running under a taken name")
     assert code != 0
     assert "A live worker already runs under the name 'taken'" in second.log()
+
+
+def test_sigterm_twice__stops_at_once_and_requeues_the_running_job(start_worker, tmp_path):
+    marker = tmp_path / "started"
+    job = store.enqueue("test.sleep", {"seconds": 120, "marker": str(marker)})
+    worker = start_worker("--concurrency", "1", "--shutdown-timeout", "120", "--name", "impatient")
+    wait_file(marker)
+
+    worker.signal(signal.SIGTERM)
+    wait_log(worker, "got SIGTERM")
+    worker.signal(signal.SIGTERM)  # a second signal does not wait for the 120 s deadline
+    assert worker.wait(timeout=20) == 0
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.message) == (
+        Status.QUEUED,
+        0,
+        "Stopped at worker shutdown and requeued.",
+    )
+
+
+def test_unknown_type__a_row_of_a_type_no_longer_declared_fails_at_once(start_worker):
+    store.enqueue("test.noop", {})
+    Job.objects.update(type="gone.type")  # declared once, since removed from the code
+    job = Job.objects.get()
+    start_worker("--concurrency", "1", "--name", "strict")
+    job = wait_status(job.pk, Status.FAILED)
+    assert job.attempts == 1
+    assert "Unknown job type 'gone.type'" in job.error
+    wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED)
