@@ -13,7 +13,7 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import store
+from jobs import sql, store
 from jobs.errors import InvalidPayload, UnknownJobType
 from jobs.models import Job, Status
 from tests.conftest import wait_for
@@ -224,3 +224,36 @@ def test_enqueue_many__with_priority_and_run_at():
     assert store.enqueue_many("test.ai", [{}, {}], priority="critical", run_at=later) == 2
     rows = list(Job.objects.values_list("queue", "priority", "run_at"))
     assert rows == [("ai", 0, later), ("ai", 0, later)]
+
+
+# --- wake-up --------------------------------------------------------------------------------
+
+
+def _received(listener: psycopg.Connection, timeout: float) -> list[str]:
+    return [notice.payload for notice in listener.notifies(timeout=timeout, stop_after=1)]
+
+
+def test_enqueue__notifies_the_queue_at_commit_and_never_after_a_rollback():
+    listener = raw_connection()
+    try:
+        listener.execute(f"LISTEN {sql.CHANNEL}")
+
+        class Abort(Exception):
+            pass
+
+        with pytest.raises(Abort), transaction.atomic():
+            store.enqueue("test.noop", {})
+            raise Abort
+        with transaction.atomic():
+            store.enqueue("test.ai", {})
+            assert _received(listener, timeout=0) == []  # not before the commit
+        # The rolled-back default-queue job sent nothing: the first notice is the ai one.
+        assert _received(listener, timeout=5) == ["ai"]
+
+        store.enqueue_many("test.noop", [{} for _ in range(50)])
+        assert _received(listener, timeout=5) == ["default"]
+        store.enqueue("test.noop", {}, run_at=timezone.now() + timedelta(hours=1))  # not due: no wake-up
+        store.enqueue("test.ai", {})
+        assert _received(listener, timeout=5) == ["ai"]
+    finally:
+        listener.close()
