@@ -81,6 +81,14 @@ class Job(models.Model):
             ),
             # The admin page's status filter, newest first; pruning walks it oldest first.
             models.Index(fields=["status", "id"], name="jobs_status_id"),
+            # The admin page's failed list of one queue (mail's failed list, ?status=failed&
+            # queue=mail): its rows newest first and its count, without visiting the heap.
+            # Partial: only a job that fails for good adds an entry.
+            models.Index(
+                fields=["queue", "id"],
+                condition=models.Q(status="failed"),
+                name="jobs_failed_queue",
+            ),
             # The admin page's search by dedupe key (any status: "what happened to email 7?").
             # Partial, so jobs without a key (most of them) cost nothing to insert.
             models.Index(

@@ -21,6 +21,14 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="job",
             index=models.Index(
+                condition=models.Q(("status", "failed")),
+                fields=["queue", "id"],
+                name="jobs_failed_queue",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="job",
+            index=models.Index(
                 condition=models.Q(("dedupe_key__isnull", False)),
                 fields=["dedupe_key"],
                 name="jobs_dedupe_key",
