@@ -375,9 +375,17 @@ def release(worker: str, items: Sequence[tuple[int, int]], message: str = "") ->
     return released
 
 
-def heartbeat(worker: str) -> int:
-    """Keep this worker's running jobs and its registry row alive; returns jobs touched."""
-    touched = Job.objects.filter(status=Status.RUNNING, locked_by=worker).update(heartbeat_at=Now())
+def heartbeat(worker: str, job_ids: Iterable[int] | None = None) -> int:
+    """Keep this worker's registry row and running jobs alive; returns jobs touched.
+
+    The worker names the jobs it holds: a job it no longer knows (say its acknowledgement
+    was lost in a database crash) then goes silent and is reaped, instead of being kept
+    "running" forever.
+    """
+    running = Job.objects.filter(status=Status.RUNNING, locked_by=worker)
+    if job_ids is not None:
+        running = running.filter(id__in=list(job_ids))
+    touched = running.update(heartbeat_at=Now())
     Worker.objects.filter(name=worker).update(last_seen=Now())
     return touched
 

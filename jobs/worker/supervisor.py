@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
+from django.db.backends.signals import connection_created
 
 from jobs import registry, store
 from jobs.errors import InvalidTransition, UnknownJobType
@@ -68,6 +69,8 @@ class Supervisor:
     # --- lifecycle ------------------------------------------------------------------------
 
     def run(self) -> int:
+        if settings.JOBS_WORKER_ASYNC_COMMIT:
+            connection_created.connect(_commit_asynchronously, dispatch_uid="jobs.worker.async_commit")
         wakeup = self._install_signals()
         self.selector.register(wakeup, selectors.EVENT_READ, ("wakeup", None))
         if not self._register():
@@ -274,8 +277,14 @@ class Supervisor:
         if now < self.next_heartbeat or now < self.db_retry_at:
             return False
         self.next_heartbeat = now + settings.JOBS_HEARTBEAT_INTERVAL
-        self._try_db(store.heartbeat, self.name)
+        self._try_db(store.heartbeat, self.name, self._held_ids())
         return True
+
+    def _held_ids(self) -> list[int]:
+        """Jobs this worker holds: running in a child, or waiting in a lane's buffer."""
+        held = [job.id for lane in self.lanes for job in lane.buffer]
+        held += [job.id for lane in self.lanes for child in lane.children for job in child.batch]
+        return held
 
     def _fill_and_dispatch(self) -> None:
         for lane in self.lanes:
@@ -527,6 +536,19 @@ class Supervisor:
             connection.close()
         except Exception:  # noqa: BLE001 - closing a broken connection may raise
             connection.connection = None
+
+
+def _commit_asynchronously(sender, connection, **kwargs) -> None:
+    """The supervisor's own session commits without waiting for the WAL flush.
+
+    It only moves claimed jobs between states (claim, acknowledge, fail, heartbeat). If
+    PostgreSQL crashed before flushing such a commit, the job would be found running and
+    reaped, i.e. run again: never lost. Enqueues and the handlers' own writes (in the child
+    processes) stay synchronous. ``JOBS_WORKER_ASYNC_COMMIT=false`` turns this off.
+    """
+    if connection.vendor == "postgresql" and connection.alias == "default":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")
 
 
 def _first_line(exc: BaseException) -> str:
