@@ -78,7 +78,7 @@ class Workers:
             for _ in range(count)
         ]
         wait_until(
-            lambda: scalar("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %%'") >= count,
+            lambda: scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %%'") >= count,
             60,
             "workers to start",
         )
@@ -92,7 +92,7 @@ class Workers:
         for process in self.processes:
             process.wait(timeout=60)
         wait_until(
-            lambda: scalar("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %%'") == 0,
+            lambda: scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %%'") == 0,
             30,
             "workers to disconnect",
         )
