@@ -28,7 +28,12 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 def _cluster_version() -> str | None:
     root = Path("/etc/postgresql")
-    if os.environ.get("TEST_RESTART_POSTGRES") != "1" or os.geteuid() != 0 or not shutil.which("pg_ctlcluster") or not root.is_dir():
+    if (
+        os.environ.get("TEST_RESTART_POSTGRES") != "1"
+        or os.geteuid() != 0
+        or not shutil.which("pg_ctlcluster")
+        or not root.is_dir()
+    ):
         return None
     versions = sorted(p.name for p in root.iterdir() if (p / "main").is_dir())
     return versions[-1] if versions else None
@@ -57,7 +62,9 @@ def test_workers_survive_a_postgres_restart_without_losing_or_repeating_jobs(sta
     restarted = time.monotonic()
     connection.close()
     baseline = wait_for(lambda: _succeeded() + 1, timeout=30, message="the database to answer") - 1
-    wait_for(lambda: _succeeded() >= baseline + 100, timeout=10, message="throughput to come back within 10 s")
+    wait_for(
+        lambda: _succeeded() >= baseline + 100, timeout=10, message="throughput to come back within 10 s"
+    )
     recovered_after = time.monotonic() - restarted
 
     wait_for(lambda: _succeeded() == total, timeout=120, message="every job to succeed")
