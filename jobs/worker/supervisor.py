@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import selectors
 import signal
 import socket
@@ -59,6 +60,7 @@ class Supervisor:
         self.db_backoff = 0.0
         self.next_heartbeat = 0.0
         self.next_poll = 0.0
+        self.reap_from = 0.0
         self.burst_rechecked = False
         self.window = settings.JOBS_PREFETCH_WINDOW
         self.max_prefetch = settings.JOBS_MAX_PREFETCH
@@ -73,7 +75,7 @@ class Supervisor:
             connection_created.connect(_commit_asynchronously, dispatch_uid="jobs.worker.async_commit")
         wakeup = self._install_signals()
         self.selector.register(wakeup, selectors.EVENT_READ, ("wakeup", None))
-        if not self._register():
+        if not self._register(wakeup):
             return 0
         for lane in self.lanes:
             self._spawn(lane)
@@ -117,7 +119,7 @@ class Supervisor:
             self.options.shutdown_timeout,
         )
 
-    def _register(self) -> bool:
+    def _register(self, wakeup: int) -> bool:
         """Register this worker, retrying while the database cannot be reached."""
         delay = 0.5
         while not self.stopping:
@@ -132,7 +134,7 @@ class Supervisor:
                     "Database unreachable at start-up (%s); retrying in %.1fs.", _first_line(exc), delay
                 )
                 self._close_db()
-                time.sleep(delay)
+                select.select([wakeup], [], [], delay)  # a stop signal cuts the wait short
                 delay = min(delay * 2, 30.0)
                 continue
             if recovered.requeued or recovered.failed:
@@ -142,6 +144,7 @@ class Supervisor:
                     recovered.requeued,
                     recovered.failed,
                 )
+            self.reap_from = time.monotonic() + settings.JOBS_WORKER_LEASE
             return True
         return False
 
@@ -260,7 +263,10 @@ class Supervisor:
             for lane in self.lanes:
                 lane.maybe_work = True
             self.next_poll = now + self.options.poll_interval
-        if self._keep_alive(now):
+        # Judge other workers dead only once this one has had the database for a full
+        # lease: after an outage (or at a start that may follow one) every heartbeat is
+        # old, and the workers still reconnecting are alive, their jobs still running.
+        if self._keep_alive(now) and now >= self.reap_from:
             reaped = self._try_db(store.reap)
             if reaped and reaped.requeued:
                 for lane in self.lanes:
@@ -529,6 +535,7 @@ class Supervisor:
         if self.db_backoff:
             logger.warning("Database reachable again.")
             self.db_backoff = 0.0
+            self.reap_from = time.monotonic() + settings.JOBS_WORKER_LEASE
         return result
 
     def _close_db(self) -> None:
