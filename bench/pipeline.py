@@ -225,7 +225,7 @@ def main() -> int:
     import_seconds = time.monotonic() - started
     print(f"Imported {created} emails in {import_seconds:.1f}s ({created / import_seconds:.0f} emails/s)")
 
-    env = {**os.environ, "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING")}
     log = open(Path(os.environ["VAR_DIR"]) / "workers.log", "w")  # noqa: SIM115
     started = time.monotonic()
     workers = [
@@ -234,7 +234,6 @@ def main() -> int:
                 sys.executable,
                 "manage.py",
                 "runworker",
-                "--burst",
                 "--queue",
                 "mail:1",
                 "--name",

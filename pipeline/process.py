@@ -6,10 +6,11 @@ parse, convert attachments, classify when model calls are on, index, apply the l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from pipeline import blobs, classify, origins, parsing, runs, search, switch
 from pipeline.errors import EmailMissing, IndexingError
@@ -24,6 +25,7 @@ from pipeline.models import (
 )
 
 Progress = Callable[[float, str], None]
+logger = logging.getLogger("pipeline.process")
 
 DUPLICATE = "duplicate"
 WAITING = "waiting for model calls"
@@ -47,7 +49,10 @@ def process_email(email_id: int, *, job_id: int | None = None, progress: Progres
     try:
         return _run(email, run, job_id, progress)
     except Exception as exc:
-        runs.fail(email, run, job_id, exc)
+        try:
+            runs.fail(email, run, job_id, exc)
+        except DatabaseError:  # the database itself is down: the engine's retry will tell
+            logger.exception("Could not record the failure of email #%s.", email_id)
         raise
 
 
