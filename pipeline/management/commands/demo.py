@@ -7,9 +7,11 @@ import logging
 import subprocess
 import sys
 import time
+from io import StringIO
 from pathlib import Path
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs.models import Job
@@ -31,7 +33,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         out = self.stdout
-        logging.getLogger("pipeline.import").setLevel(logging.ERROR)  # printed below instead
+        # Their news is printed below instead.
+        logging.getLogger("pipeline.import").setLevel(logging.ERROR)
+        logging.getLogger("jobs.metrics").setLevel(logging.WARNING)
         switch.set_model_calls(True)
         out.write(
             f"Model calls: on ({settings.MODEL_PROVIDER} classifier). Blob storage: {settings.BLOB_STORAGE}."
@@ -71,7 +75,13 @@ class Command(BaseCommand):
             raise CommandError(f"The worker exited with {result.returncode}; see {log_path}.")
         out.write(f"   worker finished in {time.monotonic() - started:.1f}s (log: {log_path})")
 
-        out.write("\n3. Emails")
+        out.write("\n3. Running `manage.py sweep` (cron or django-q2 run it every 5 minutes)")
+        swept = StringIO()
+        call_command("sweep", stdout=swept)
+        for line in swept.getvalue().splitlines():
+            out.write(f"   {line}")
+
+        out.write("\n4. Emails")
         self._summary()
 
     def _summary(self) -> None:
