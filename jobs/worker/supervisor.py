@@ -49,6 +49,7 @@ class Supervisor:
         self.name = options.name
         self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
         self.listener = Listener()
+        self.listener_fd: int | None = None  # as registered with the selector
         self.selector = selectors.DefaultSelector()
         self.acks: list[tuple[int, int]] = []
         self.oldest_ack = 0.0
@@ -348,14 +349,18 @@ class Supervisor:
             logger.warning("Cannot LISTEN (%s); polling until the database is back.", _first_line(exc))
             self.listener.close()
             return
-        self.selector.register(self.listener.fileno(), selectors.EVENT_READ, ("listen", None))
+        self.listener_fd = self.listener.fileno()
+        self.selector.register(self.listener_fd, selectors.EVENT_READ, ("listen", None))
         for lane in self.lanes:  # notifications may have been missed meanwhile
             lane.maybe_work = True
 
     def _close_listener(self) -> None:
-        if self.listener.connected:
+        # Unregister the number it was registered under: a broken connection no longer
+        # reports its socket, and the next connection may get the same number.
+        if self.listener_fd is not None:
             with contextlib.suppress(KeyError, ValueError, OSError):
-                self.selector.unregister(self.listener.fileno())
+                self.selector.unregister(self.listener_fd)
+            self.listener_fd = None
         self.listener.close()
 
     # --- results --------------------------------------------------------------------------

@@ -1,0 +1,56 @@
+"""A database outage seen by real workers: the worker back first must not judge the others
+dead on heartbeats that nobody could write, or it reruns jobs that are still running."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+
+from jobs import store
+from jobs.models import JobAttempt, Status
+from tests.acceptance.conftest import wait_file, wait_log, wait_registered, wait_status
+from tests.acceptance.tcp_proxy import TcpProxy
+from tests.jobs_app.models import Execution
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# A lease longer than the longest reconnection backoff (5 s), as in production (60 s).
+TIMINGS = {"JOBS_WORKER_LEASE": "6", "JOBS_REAP_AFTER": "6"}
+
+
+@pytest.fixture
+def proxy() -> Iterator[TcpProxy]:
+    db = settings.DATABASES["default"]
+    proxy = TcpProxy((db["HOST"], int(db["PORT"])))
+    proxy.start()
+    yield proxy
+    proxy.cut()
+
+
+def test_outage__worker_back_first_leaves_the_running_jobs_of_workers_still_reconnecting(
+    proxy: TcpProxy, start_worker, tmp_path
+):
+    db = settings.DATABASES["default"]
+    through_proxy = f"postgres://{db['USER']}@127.0.0.1:{proxy.port}/{db['NAME']}"
+    marker = tmp_path / "started"
+    job = store.enqueue("test.sleep", {"seconds": 14, "marker": str(marker)})
+    cut_off = start_worker(
+        "--concurrency", "1", "--name", "cut-off", env={**TIMINGS, "DATABASE_URL": through_proxy}
+    )
+    wait_file(marker)
+
+    proxy.cut()  # the database is gone for this worker; its job keeps running
+    wait_log(cut_off, "retrying in 5.00s")  # ~8 s of outage: its heartbeat is older than a lease
+    proxy.start()
+    # A worker that reaches the database first (started now, like a replacement task).
+    newcomer = start_worker("--concurrency", "1", "--name", "newcomer", env=TIMINGS)
+    wait_registered("newcomer")
+
+    job = wait_status(job.pk, Status.SUCCEEDED, timeout=40)
+    assert (job.attempts, job.locked_by) == (1, "cut-off")
+    assert list(Execution.objects.filter(job_id=job.pk).values_list("attempt", flat=True)) == [1]
+    assert not JobAttempt.objects.exists()
+    assert "Reaper took back" not in newcomer.log()
+    assert "Database reachable again" in cut_off.log()
