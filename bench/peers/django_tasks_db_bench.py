@@ -1,0 +1,174 @@
+"""django-tasks-db on bench/throughput.py's workload, in database ``bench_django_tasks``.
+
+Run by bench/compare.py with bench/.peers-venv's Python (``--runs``, ``--jobs``); it prints
+one ``RESULT {json}`` line. Settings: bench/peers/dtdb_settings.py (persistent connections).
+It recreates its database and migrates, then each measurement starts from an empty task
+table (TRUNCATE). Per run:
+
+- drain: starts 2 ``db_worker`` processes (default 1 s polling, ``--verbosity 0``), waits
+  until both are connected, enqueues ``--jobs`` no-op tasks with ``Task.enqueue`` in one
+  transaction and measures jobs/s from its commit until no task is READY or RUNNING (polled
+  every 5 ms), then checks they all succeeded. The first poll can find the queue empty, so
+  the figure includes up to one polling interval of idling, as the engine's own drain
+  includes its wake-up;
+- wake-up: one worker, 200 tasks enqueued one by one 20 ms apart; the task appends its start
+  time next to the ``t0`` it was given and we report p50 / p95 in ms (bounded below by the
+  worker's polling, not by the database);
+- bulk enqueue: none. The backend has no bulk API (only ``enqueue`` / ``aenqueue``, one
+  ``INSERT`` per task), so the figure is reported as absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+from common import (
+    POLL,
+    Database,
+    Pool,
+    emit,
+    exit_on_sigterm,
+    percentile,
+    read_stamps,
+    recreate_database,
+    wait_until,
+)
+
+HERE = Path(__file__).resolve().parent
+DATABASE = "bench_django_tasks"
+WORKER_APPLICATION_NAME = "dtdb-worker"
+
+os.environ["DJANGO_SETTINGS_MODULE"] = "dtdb_settings"
+os.environ.setdefault("BENCH_APPLICATION_NAME", "dtdb-bench")
+
+import django  # noqa: E402
+
+
+def setup() -> None:
+    recreate_database(DATABASE)
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def table() -> str:
+    from django_tasks_db.models import DBTaskResult
+
+    return DBTaskResult._meta.db_table
+
+
+def reset(db: Database) -> None:
+    db.execute(f"TRUNCATE {table()}")
+    db.execute(f"VACUUM ANALYZE {table()}")
+
+
+def workers(db: Database, count: int) -> Pool:
+    command = [sys.executable, "-m", "django", "db_worker", "--verbosity", "0", "--no-reload"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(HERE),
+        "DJANGO_SETTINGS_MODULE": "dtdb_settings",
+        "BENCH_APPLICATION_NAME": WORKER_APPLICATION_NAME,
+    }
+    pool = Pool([command] * count, HERE, env)
+    try:
+        wait_until(
+            lambda: pool.alive() and db.sessions(WORKER_APPLICATION_NAME) >= count,
+            60,
+            "db_worker processes to connect",
+        )
+    except BaseException:
+        pool.stop()
+        raise
+    return pool
+
+
+def unfinished(db: Database) -> int:
+    return db.scalar(f"SELECT count(*) FROM {table()} WHERE status IN ('READY', 'RUNNING')")
+
+
+def drain(db: Database, count: int) -> float:
+    from django.db import transaction
+    from dtdb_tasks import noop
+
+    reset(db)
+    with workers(db, 2) as pool:
+        with transaction.atomic():
+            for _ in range(count):
+                noop.enqueue()
+        start = time.perf_counter()
+        wait_until(lambda: pool.alive() and unfinished(db) == 0, 600, "the queue to drain", POLL)
+        elapsed = time.perf_counter() - start
+    done = db.scalar(f"SELECT count(*) FROM {table()} WHERE status = 'SUCCESSFUL'")
+    if done != count:
+        raise SystemExit(f"django-tasks-db drain: {done} of {count} tasks succeeded.")
+    return count / elapsed
+
+
+def wake_up(db: Database, samples: int, gap: float) -> list[float]:
+    from dtdb_tasks import stamp_task
+
+    reset(db)
+    handle, path = tempfile.mkstemp(suffix=".stamps")
+    os.close(handle)
+    try:
+        with workers(db, 1):
+            for _ in range(samples):
+                stamp_task.enqueue(path=path, t0=time.time())
+                time.sleep(gap)
+            return read_stamps(path, samples)
+    finally:
+        os.unlink(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--samples", type=int, default=200, help="wake-up samples per run")
+    args = parser.parse_args()
+    exit_on_sigterm()
+
+    setup()
+    from django.db import connection
+
+    db = Database(DATABASE)
+    try:
+        drains, p50, p95 = [], [], []
+        for run in range(args.runs):
+            drains.append(drain(db, args.jobs))
+            latencies = wake_up(db, args.samples, 0.02)
+            p50.append(percentile(latencies, 0.5))
+            p95.append(percentile(latencies, 0.95))
+            print(
+                f"django-tasks-db run {run + 1}: drain {drains[-1]:,.0f} jobs/s, "
+                f"wake-up p50 {p50[-1]:.2f} ms p95 {p95[-1]:.2f} ms, bulk: none",
+                file=sys.stderr,
+                flush=True,
+            )
+        reset(db)
+    finally:
+        db.close()
+        connection.close()
+    emit(
+        system="django-tasks-db",
+        version=version("django-tasks-db"),
+        drain=drains,
+        p50=p50,
+        p95=p95,
+        bulk=None,
+        setup="2 db_worker processes, 1 s polling, CONN_MAX_AGE=None",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Procrastinate on bench/throughput.py's workload, in database ``bench_procrastinate``.
+
+Run by bench/compare.py with bench/.peers-venv's Python (``--runs``, ``--jobs``); it prints
+one ``RESULT {json}`` line. It recreates its database and applies the schema, then each
+measurement starts from empty job tables (TRUNCATE). Per run:
+
+- drain: starts 2 ``procrastinate worker --concurrency 4`` processes (LISTEN/NOTIFY on, the
+  default; log level WARNING like our workers), waits until both LISTEN, ``batch_defer``s
+  ``--jobs`` no-op jobs in one call and measures jobs/s from the return of that call (its
+  commit) until no job is ``todo`` or ``doing`` (polled every 5 ms), then checks they all
+  succeeded;
+- wake-up: one worker, 200 jobs deferred one by one 20 ms apart; the task appends its start
+  time next to the ``t0`` it was given (epoch seconds) and we report p50 / p95 in ms;
+- bulk enqueue: ``batch_defer`` of ``--jobs`` jobs with no worker running, jobs/s.
+
+The app and its tasks are in bench/peers/procrastinate_app.py: plain ``def`` tasks, as in a
+Django project (Procrastinate runs them in a thread); PROCRASTINATE_BENCH_ASYNC=1 makes
+them ``async def``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+from common import (
+    POLL,
+    Database,
+    Pool,
+    emit,
+    exit_on_sigterm,
+    percentile,
+    read_stamps,
+    recreate_database,
+    wait_until,
+)
+from procrastinate_app import ASYNC, DATABASE, app, noop, stamp_task
+
+HERE = Path(__file__).resolve().parent
+
+
+def reset(db: Database) -> None:
+    db.execute(
+        "TRUNCATE procrastinate_jobs, procrastinate_events, procrastinate_periodic_defers, "
+        "procrastinate_workers RESTART IDENTITY CASCADE"
+    )
+    db.execute("VACUUM ANALYZE procrastinate_jobs")
+
+
+def workers(db: Database, count: int, concurrency: int) -> Pool:
+    command = [
+        sys.executable,
+        "-m",
+        "procrastinate",
+        "--app",
+        "procrastinate_app.app",
+        "--log-level",
+        "warning",
+        "worker",
+        "--concurrency",
+        str(concurrency),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    pool = Pool([command] * count, HERE, env)
+    try:
+        wait_until(lambda: pool.alive() and db.listeners() >= count, 60, "Procrastinate workers to LISTEN")
+    except BaseException:
+        pool.stop()
+        raise
+    return pool
+
+
+def unfinished(db: Database) -> int:
+    return db.scalar("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')")
+
+
+def drain(db: Database, count: int) -> float:
+    reset(db)
+    with workers(db, 2, 4) as pool:
+        noop.batch_defer(*({} for _ in range(count)))
+        start = time.perf_counter()
+        wait_until(lambda: pool.alive() and unfinished(db) == 0, 600, "the queue to drain", POLL)
+        elapsed = time.perf_counter() - start
+    done = db.scalar("SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'")
+    if done != count:
+        raise SystemExit(f"Procrastinate drain: {done} of {count} jobs succeeded.")
+    return count / elapsed
+
+
+def wake_up(db: Database, samples: int, gap: float) -> list[float]:
+    reset(db)
+    handle, path = tempfile.mkstemp(suffix=".stamps")
+    os.close(handle)
+    try:
+        with workers(db, 1, 1):
+            for _ in range(samples):
+                stamp_task.defer(path=path, t0=time.time())
+                time.sleep(gap)
+            return read_stamps(path, samples)
+    finally:
+        os.unlink(path)
+
+
+def bulk(db: Database, count: int) -> float:
+    reset(db)
+    start = time.perf_counter()
+    noop.batch_defer(*({} for _ in range(count)))
+    return count / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--samples", type=int, default=200, help="wake-up samples per run")
+    args = parser.parse_args()
+    exit_on_sigterm()
+
+    recreate_database(DATABASE)
+    app.open()
+    db = Database(DATABASE)
+    try:
+        app.schema_manager.apply_schema()
+        drains, p50, p95, bulks = [], [], [], []
+        for run in range(args.runs):
+            drains.append(drain(db, args.jobs))
+            latencies = wake_up(db, args.samples, 0.02)
+            p50.append(percentile(latencies, 0.5))
+            p95.append(percentile(latencies, 0.95))
+            bulks.append(bulk(db, args.jobs))
+            print(
+                f"procrastinate run {run + 1}: drain {drains[-1]:,.0f} jobs/s, wake-up p50 {p50[-1]:.2f} ms "
+                f"p95 {p95[-1]:.2f} ms, bulk {bulks[-1]:,.0f} jobs/s",
+                file=sys.stderr,
+                flush=True,
+            )
+        reset(db)
+    finally:
+        db.close()
+        app.close()
+    emit(
+        system="procrastinate",
+        version=version("procrastinate"),
+        drain=drains,
+        p50=p50,
+        p95=p95,
+        bulk=bulks,
+        setup=f"2 workers x concurrency 4, LISTEN/NOTIFY, {'async' if ASYNC else 'sync'} tasks",
+    )
+
+
+if __name__ == "__main__":
+    main()
