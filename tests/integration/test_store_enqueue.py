@@ -20,13 +20,14 @@ from tests.conftest import wait_for
 from tests.integration.conftest import claim_one, raw_connection
 from tests.jobs_app.tasks import ai_work, noop
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def _visible_elsewhere(conn: psycopg.Connection, job_id: int) -> bool:
     return conn.execute("SELECT count(*) FROM jobs_job WHERE id = %s", [job_id]).fetchone()[0] == 1
 
 
+@pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_enqueue__is_visible_to_others_only_after_the_callers_commit():
     observer = raw_connection()
     try:
@@ -38,6 +39,7 @@ def test_enqueue__is_visible_to_others_only_after_the_callers_commit():
         observer.close()
 
 
+@pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_enqueue__rolled_back_with_the_callers_transaction():
     class Abort(Exception):
         pass
@@ -129,6 +131,7 @@ def _lock_waiters() -> int:
         return cursor.fetchone()[0]
 
 
+@pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_dedupe__concurrent_enqueues_with_one_key_give_one_job():
     """The second enqueue runs while the first one's transaction is still open: the
     partial unique index makes it wait, then it returns the first job."""
@@ -155,6 +158,7 @@ def test_dedupe__concurrent_enqueues_with_one_key_give_one_job():
     assert list(Job.objects.values_list("payload", flat=True)) == [{"who": "first"}]
 
 
+@pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_dedupe__many_threads_racing_give_one_job():
     barrier = threading.Barrier(6)
     ids: list[int] = []
@@ -233,6 +237,7 @@ def _received(listener: psycopg.Connection, timeout: float) -> list[str]:
     return [notice.payload for notice in listener.notifies(timeout=timeout, stop_after=1)]
 
 
+@pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_enqueue__notifies_the_queue_at_commit_and_never_after_a_rollback():
     listener = raw_connection()
     try:

@@ -19,7 +19,7 @@ from jobs.worker.child import ProgressReporter
 from tests.conftest import wait_for
 from tests.integration.conftest import claim_one
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def _progress(job_id: int) -> tuple[int | None, str]:
@@ -103,6 +103,7 @@ def _advisory_key(step_name: str) -> int:
     return zlib.crc32(f"jobs.timer:{step_name}".encode())
 
 
+@pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_run_timer__skips_a_step_whose_lock_another_session_holds(
     test_timer: str, other_connection: psycopg.Connection
 ):
@@ -118,6 +119,7 @@ def test_run_timer__skips_a_step_whose_lock_another_session_holds(
     assert calls == ["count"]
 
 
+@pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_run_timer__releases_its_locks_so_another_session_can_run_next(
     test_timer: str, other_connection: psycopg.Connection
 ):
