@@ -23,12 +23,13 @@ def index(email_id: int, text: str) -> None:
 
 
 def _write(email_id: int, text: str) -> None:
-    # One short transaction (a savepoint inside the caller's) on the one index row; the
-    # tsvector is computed by PostgreSQL in the same INSERT.
+    # One short transaction on the one index row, or part of the caller's (no savepoint:
+    # an error rolls the caller's transaction back too, which is what the pipeline wants).
+    # The tsvector is computed by PostgreSQL in the same INSERT.
     vector = None
     if connection.vendor == "postgresql":
         vector = SearchVector(Value(text, output_field=TextField()), config=settings.SEARCH_CONFIG)
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         IndexRecord.objects.filter(email_id=email_id).delete()
         IndexRecord.objects.create(email_id=email_id, text=text, vector=vector)
 

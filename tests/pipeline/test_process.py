@@ -13,7 +13,7 @@ from django.db import OperationalError, connection
 
 from pipeline import classify, intake, process, search, switch
 from pipeline.errors import EmailMissing, ModelCallError
-from pipeline.models import EmailMessage, Origin, PipelineError, PipelineRun, RunOutcome, Status
+from pipeline.models import EmailMessage, IndexRecord, Origin, PipelineError, PipelineRun, RunOutcome, Status
 from tests.conftest import wait_for
 from tests.pipeline import corpus
 
@@ -128,6 +128,17 @@ def test_indexing_outage__marks_partially_indexed_and_finishes_what_it_can(monke
     assert error.error_class == "pipeline.errors.IndexingError" and error.job_id == 77
     assert "could not connect" in error.text and error.email_id == email.pk
     assert email.runs.get().outcome == RunOutcome.PARTIALLY_INDEXED
+
+
+def test_indexing_failure_inside_postgresql__rolls_back_only_the_index_step(settings):
+    settings.SEARCH_CONFIG = "no_such_search_config"  # the real INSERT fails in PostgreSQL
+    email = _email()
+    assert process.process_email(email.pk) == "partially_indexed"
+    email.refresh_from_db()
+    assert email.status == Status.PARTIALLY_INDEXED and email.labels == ["meeting"]
+    assert email.classification.labels == ["meeting"]
+    assert not IndexRecord.objects.filter(email=email).exists()
+    assert "no_such_search_config" in PipelineError.objects.get().text
 
 
 def test_unexpected_exception__fails_the_email_logs_it_and_is_raised_for_a_retry(monkeypatch):
