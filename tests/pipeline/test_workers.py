@@ -163,3 +163,23 @@ def test_model_timeout__fails_the_email_and_the_engine_retries_with_backoff(star
     )
     run = email.runs.get()
     assert run.is_open and not run.classified
+
+
+def test_model_calls_switched_on__the_sweep_job_finishes_the_waiting_emails(start_worker):
+    from pipeline import switch
+
+    switch.set_model_calls(False)
+    emails = [intake.receive(raw).email for raw in (corpus.plain(), corpus.html_only(), corpus.latin1())]
+    assert start_worker("--burst", "--queue", "mail:2").wait(timeout=60) == 0
+    for email in emails:
+        email.refresh_from_db()
+        assert email.status == Status.PARSED and email.runs.get().is_open
+
+    switch.set_model_calls(True)  # queues email.sweep at once
+    worker = start_worker("--burst", "--queue", "mail:2")
+    assert worker.wait(timeout=60) == 0, worker.log()
+    assert Job.objects.get(type="email.sweep").status == "succeeded"
+    for email in emails:
+        email.refresh_from_db()
+        run = email.runs.get()
+        assert (email.status, run.is_open, run.sweep_count) == (Status.LABELLED, False, 1)
