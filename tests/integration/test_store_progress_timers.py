@@ -17,7 +17,7 @@ from jobs.context import JobContext
 from jobs.models import Job
 from jobs.worker.child import ProgressReporter
 from tests.conftest import wait_for
-from tests.integration.conftest import claim_one
+from tests.integration.conftest import claim_one, make_silent
 
 pytestmark = pytest.mark.django_db
 
@@ -144,7 +144,11 @@ def test_run_timer__unknown_timer_is_refused():
 
 
 def test_sweep_command__runs_the_reaper_and_pruning():
+    store.enqueue("test.noop", {})
+    silent = claim_one("w1")
+    make_silent(silent.id, 3600)
     out = StringIO()
     call_command("sweep", stdout=out)
-    assert "jobs.tasks.reap_silent_jobs: 0 requeued, 0 failed" in out.getvalue()
+    assert "jobs.tasks.reap_silent_jobs: 1 requeued, 0 failed" in out.getvalue()
+    assert Job.objects.get(pk=silent.id).message == "Requeued after a worker restart."
     assert "jobs.tasks.prune_finished_jobs: 0 pruned" in out.getvalue()
