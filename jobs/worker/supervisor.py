@@ -288,9 +288,13 @@ class Supervisor:
         return True
 
     def _held_ids(self) -> list[int]:
-        """Jobs this worker holds: running in a child, or waiting in a lane's buffer."""
+        """Jobs this worker holds: waiting in a lane's buffer, running in a child, or
+        finished with a result not yet written (say during an outage)."""
         held = [job.id for lane in self.lanes for job in lane.buffer]
         held += [job.id for lane in self.lanes for child in lane.children for job in child.batch]
+        held += [job_id for job_id, _ in self.acks]
+        held += [job_id for job_id, _, _ in self.failures]
+        held += [job_id for job_id, _, _ in self.releases]
         return held
 
     def _fill_and_dispatch(self) -> None:

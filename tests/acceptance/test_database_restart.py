@@ -53,7 +53,10 @@ def test_workers_survive_a_postgres_restart_without_losing_or_repeating_jobs(sta
         pytest.skip("set TEST_RESTART_POSTGRES=1 (make test does), as root with a local cluster")
     total = 3000
     jobs.enqueue_many("test.record", [{"sleep": 0.002} for _ in range(total)])
-    workers = [start_worker(env={"LOG_LEVEL": "WARNING"}) for _ in range(2)]
+    # A lease longer than the workers' longest reconnect wait (5 s), so that no worker is
+    # taken for dead while it waits for the database to come back.
+    calm = {"LOG_LEVEL": "WARNING", "JOBS_WORKER_LEASE": "20", "JOBS_REAP_AFTER": "30"}
+    workers = [start_worker(env=calm) for _ in range(2)]
     wait_for(lambda: _succeeded() >= 300, timeout=60, message="workers to get going")
 
     subprocess.run(
