@@ -15,13 +15,15 @@ The same workload for every system, each run on its own database:
 Every figure is the median of --runs runs (min–max). The runs go round-robin (round 1 runs
 every system once, then round 2, ...) so that a burst of load on the shared machine hits all
 systems alike. The floor is ``../shared/bench/limit_probe.py`` (``throughput JOBS 2 32`` and
-``latency`` once per round). Ratios are what to quote: the machine is shared and noisy.
+``latency`` once per round); its throughput is timed from the start of its own processes, so
+on 5,000 jobs that start-up weighs more than on its default 20,000 (``--floor-jobs``).
+Ratios are what to quote: the machine is shared and noisy.
 
 Procrastinate and django-tasks-db are installed from bench/requirements-peers.txt into
 bench/.peers-venv (created with the project venv's base Python, refreshed when that file
 changes); their harnesses (bench/peers/) run there, ours (bench/peers/ours_bench.py, which
-calls bench/throughput.py's functions) in the project venv, against DATABASE_URL
-(default ``jp_compare``). Each harness runs in its own process group under a deadline.
+calls bench/throughput.py's functions) in the project venv, with DATABASE_URL set to
+COMPARE_DATABASE_URL (default ``postgres://postgres@127.0.0.1:5432/jp_compare``). Each harness runs in its own process group under a deadline.
 """
 
 from __future__ import annotations
@@ -78,11 +80,14 @@ def peers_venv() -> None:
         log(f"creating {PEERS_VENV.relative_to(ROOT)} with {base}")
         subprocess.run([base, "-m", "venv", str(PEERS_VENV)], check=True, timeout=300)
     log(f"installing {REQUIREMENTS.relative_to(ROOT)} into {PEERS_VENV.relative_to(ROOT)}")
-    subprocess.run(
+    installed = subprocess.run(
         [str(PEERS_PYTHON), "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS)],
-        check=True,
+        capture_output=True,
+        text=True,
         timeout=900,
     )
+    if installed.returncode != 0:
+        raise SystemExit(f"pip install -r {REQUIREMENTS} failed:\n{installed.stdout}{installed.stderr}")
     stamp.write_text(digest + "\n")
 
 
@@ -143,8 +148,9 @@ def floor(args: argparse.Namespace) -> dict:
     """One run of limit_probe.py: ``throughput JOBS 2 32``, then ``latency``."""
     if not LIMIT_PROBE.exists():
         raise RuntimeError(f"{LIMIT_PROBE} not found (set LIMIT_PROBE)")
-    log(f"floor: limit_probe.py throughput {args.jobs} 2 32, then latency")
-    output = run([str(PEERS_PYTHON), str(LIMIT_PROBE), "throughput", str(args.jobs), "2", "32"], args.timeout)
+    jobs = str(args.floor_jobs or args.jobs)
+    log(f"floor: limit_probe.py throughput {jobs} 2 32, then latency")
+    output = run([str(PEERS_PYTHON), str(LIMIT_PROBE), "throughput", jobs, "2", "32"], args.timeout)
     match = re.search(r"throughput: ([\d.]+) jobs/s", output)
     if not match:
         raise RuntimeError(f"limit_probe throughput: unexpected output {output!r}")
@@ -162,7 +168,8 @@ def floor(args: argparse.Namespace) -> dict:
         "p50": [p50],
         "p95": [p95],
         "bulk": None,
-        "setup": "bare psycopg, 2 supervisors x 2 children, claim 32 / ack 32",
+        "setup": f"bare psycopg, 2 supervisors x 2 children, claim 32 / ack 32, throughput on {jobs} jobs "
+        "timed from the start of its processes",
     }
 
 
@@ -254,6 +261,11 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=5000, help="jobs per drain and per bulk enqueue")
+    parser.add_argument(
+        "--floor-jobs",
+        type=int,
+        help="jobs per limit_probe throughput run (default --jobs; its time includes starting its processes)",
+    )
     parser.add_argument("--only", action="append", choices=SYSTEMS, help="run only this part (repeatable)")
     parser.add_argument("--samples", type=int, default=200, help="wake-up samples per run (peers and ours)")
     parser.add_argument(

@@ -9,7 +9,7 @@ measurement starts from empty job tables (TRUNCATE). Per run:
   ``--jobs`` no-op jobs in one call and measures jobs/s from the return of that call (its
   commit) until no job is ``todo`` or ``doing`` (polled every 5 ms), then checks they all
   succeeded;
-- wake-up: one worker, 200 jobs deferred one by one 20 ms apart; the task appends its start
+- wake-up: one worker (concurrency 4), 200 jobs deferred one by one 20 ms apart; the task appends its start
   time next to the ``t0`` it was given (epoch seconds) and we report p50 / p95 in ms;
 - bulk enqueue: ``batch_defer`` of ``--jobs`` jobs with no worker running, jobs/s.
 
@@ -97,7 +97,7 @@ def wake_up(db: Database, samples: int, gap: float) -> list[float]:
     handle, path = tempfile.mkstemp(suffix=".stamps")
     os.close(handle)
     try:
-        with workers(db, 1, 1):
+        with workers(db, 1, 4):
             for _ in range(samples):
                 stamp_task.defer(path=path, t0=time.time())
                 time.sleep(gap)
