@@ -9,8 +9,8 @@ measurement starts from empty job tables (TRUNCATE). Per run:
   ``--jobs`` no-op jobs in one call and measures jobs/s from the return of that call (its
   commit) until no job is ``todo`` or ``doing`` (polled every 5 ms), then checks they all
   succeeded;
-- wake-up: one worker (concurrency 4), 200 jobs deferred one by one 20 ms apart; the task appends its start
-  time next to the ``t0`` it was given (epoch seconds) and we report p50 / p95 in ms;
+- wake-up: one worker (concurrency 4), 200 jobs deferred one by one 20 ms apart; the task
+  appends its start time next to the ``t0`` it was given (epoch seconds); p50 / p95 in ms;
 - bulk enqueue: ``batch_defer`` of ``--jobs`` jobs with no worker running, jobs/s.
 
 The app and its tasks are in bench/peers/procrastinate_app.py: plain ``def`` tasks, as in a
