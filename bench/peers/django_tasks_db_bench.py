@@ -7,10 +7,10 @@ table (TRUNCATE). Per run:
 
 - drain: starts 2 ``db_worker`` processes (default 1 s polling, ``--verbosity 0``), waits
   until both are connected, enqueues ``--jobs`` no-op tasks with ``Task.enqueue`` in one
-  transaction and measures jobs/s from its commit until no task is READY or RUNNING (polled
-  every 5 ms), then checks they all succeeded. The first poll can find the queue empty, so
-  the figure includes up to one polling interval of idling, as the engine's own drain
-  includes its wake-up;
+  transaction and measures jobs/s from its commit until no task is READY or RUNNING
+  (``common.time_drain``), then checks they all succeeded. The workers' next poll can be up
+  to 1 s away, so the figure includes that idling, as the engine's own drain includes its
+  wake-up;
 - wake-up: one worker, 200 tasks enqueued one by one 20 ms apart; the task appends its start
   time next to the ``t0`` it was given and we report p50 / p95 in ms (bounded below by the
   worker's polling, not by the database);
@@ -29,7 +29,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 from common import (
-    POLL,
     Database,
     Pool,
     emit,
@@ -37,6 +36,7 @@ from common import (
     percentile,
     read_stamps,
     recreate_database,
+    time_drain,
     wait_until,
 )
 
@@ -103,9 +103,7 @@ def drain(db: Database, count: int) -> float:
         with transaction.atomic():
             for _ in range(count):
                 noop.enqueue()
-        start = time.perf_counter()
-        wait_until(lambda: pool.alive() and unfinished(db) == 0, 600, "the queue to drain", POLL)
-        elapsed = time.perf_counter() - start
+        elapsed = time_drain(pool, lambda: unfinished(db))
     done = db.scalar(f"SELECT count(*) FROM {table()} WHERE status = 'SUCCESSFUL'")
     if done != count:
         raise SystemExit(f"django-tasks-db drain: {done} of {count} tasks succeeded.")

@@ -7,8 +7,8 @@ measurement starts from empty job tables (TRUNCATE). Per run:
 - drain: starts 2 ``procrastinate worker --concurrency 4`` processes (LISTEN/NOTIFY on, the
   default; log level WARNING like our workers), waits until both LISTEN, ``batch_defer``s
   ``--jobs`` no-op jobs in one call and measures jobs/s from the return of that call (its
-  commit) until no job is ``todo`` or ``doing`` (polled every 5 ms), then checks they all
-  succeeded;
+  commit) until no job is ``todo`` or ``doing`` (``common.time_drain``), then checks they
+  all succeeded;
 - wake-up: one worker (concurrency 4), 200 jobs deferred one by one 20 ms apart; the task
   appends its start time next to the ``t0`` it was given (epoch seconds); p50 / p95 in ms;
 - bulk enqueue: ``batch_defer`` of ``--jobs`` jobs with no worker running, jobs/s.
@@ -29,7 +29,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 from common import (
-    POLL,
     Database,
     Pool,
     emit,
@@ -37,6 +36,7 @@ from common import (
     percentile,
     read_stamps,
     recreate_database,
+    time_drain,
     wait_until,
 )
 from procrastinate_app import ASYNC, DATABASE, app, noop, stamp_task
@@ -83,9 +83,7 @@ def drain(db: Database, count: int) -> float:
     reset(db)
     with workers(db, 2, 4) as pool:
         noop.batch_defer(*({} for _ in range(count)))
-        start = time.perf_counter()
-        wait_until(lambda: pool.alive() and unfinished(db) == 0, 600, "the queue to drain", POLL)
-        elapsed = time.perf_counter() - start
+        elapsed = time_drain(pool, lambda: unfinished(db))
     done = db.scalar("SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'")
     if done != count:
         raise SystemExit(f"Procrastinate drain: {done} of {count} jobs succeeded.")
