@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +31,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_test")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jp_bench")
 
 import django  # noqa: E402
+import psycopg  # noqa: E402
 
 django.setup()
 
@@ -162,13 +164,44 @@ def percentile(values: list[float], fraction: float) -> float:
 # --- the measurements -------------------------------------------------------------------
 
 
-def enqueue_one_by_one(count: int) -> float:
+def enqueue_one_by_one(count: int, producers: int = 1, atomic: bool = False) -> float:
+    """Jobs/s of ``jobs.enqueue`` with each job in its own transaction (autocommit, or an
+    explicit ``transaction.atomic()`` block: two more round trips), from ``producers``
+    threads at once, each with its own connection like a web server's threads."""
     reset()
+
+    def produce(share: int) -> None:
+        try:
+            for _ in range(share):
+                if atomic:
+                    with transaction.atomic():
+                        jobs.enqueue(NOOP, {})
+                else:
+                    jobs.enqueue(NOOP, {})
+        finally:
+            connection.close()
+
     start = time.perf_counter()
-    for _ in range(count):
-        with transaction.atomic():
-            jobs.enqueue(NOOP, {})
-    return count / (time.perf_counter() - start)
+    with ThreadPoolExecutor(producers) as pool:
+        list(pool.map(produce, [count // producers] * producers))
+    return count // producers * producers / (time.perf_counter() - start)
+
+
+def commit_floor(count: int) -> float:
+    """The same INSERT + COMMIT in bare psycopg, one producer: what the disk's flush allows."""
+    reset()
+    params = {**connection.get_connection_params()}
+    for key in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(key, None)
+    with psycopg.connect(**params, autocommit=True) as raw:
+        start = time.perf_counter()
+        for _ in range(count):
+            raw.execute(
+                "INSERT INTO jobs_job (type, queue, priority, status, payload, attempts, max_attempts,"
+                " progress_message, error, message) VALUES ('test.noop', 'default', 2, 'queued', '{}',"
+                " 0, 3, '', '', '')"
+            )
+        return count / (time.perf_counter() - start)
 
 
 def enqueue_bulk(count: int) -> float:
@@ -349,8 +382,14 @@ def main() -> None:
     print(f"PostgreSQL: {scalar('SHOW server_version')}; {os.cpu_count()} cores; {args.workers} workers")
 
     if "enqueue" in wanted:
-        rates = [enqueue_one_by_one(2000) for _ in range(args.runs)]
-        print("enqueue one by one:   " + summary(rates, "jobs/s"))
+        floor = [commit_floor(2000) for _ in range(args.runs)]
+        print(
+            "bare INSERT+COMMIT:   " + summary(floor, "jobs/s") + "  (psycopg, 1 producer: the flush floor)"
+        )
+        for producers, atomic in ((1, False), (1, True), (4, False)):
+            rates = [enqueue_one_by_one(2000 * producers, producers, atomic) for _ in range(args.runs)]
+            how = "in atomic()" if atomic else "autocommit"
+            print(f"enqueue one by one:   {summary(rates, 'jobs/s')}  ({producers} producer(s), {how})")
     if "bulk" in wanted:
         rates = [enqueue_bulk(100_000) for _ in range(args.runs)]
         print("enqueue bulk:         " + summary(rates, "jobs/s"))
