@@ -68,23 +68,6 @@ def zombie(pid: int) -> bool:
         return True
 
 
-def scope_listener_checks(throughput) -> None:
-    """Count only this database's LISTENing sessions in ``Workers``' start and stop checks.
-
-    throughput.py counts ``LISTEN`` sessions server-wide, so other people's workers on the
-    same PostgreSQL make it think ours are up before they are, and never gone at stop.
-    """
-    original = throughput.scalar
-    listening = "FROM pg_stat_activity WHERE query LIKE 'LISTEN %%'"
-
-    def scalar(query: str, params: list | None = None):
-        if query.endswith(listening):
-            query += " AND datname = current_database()"
-        return original(query, params)
-
-    throughput.scalar = scalar
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -99,7 +82,6 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import throughput
 
-    scope_listener_checks(throughput)
     try:
         throughput.prepare_database()
         drains, p50, p95, bulks = [], [], [], []
