@@ -11,21 +11,23 @@ CHANNEL = "jobs"
 # rows another worker holds, and marks them running under this worker in the same
 # statement, so the lock lives only as long as this one UPDATE. A one-queue lane is served
 # by the partial index ``jobs_claim``, a lane of several queues by ``jobs_claim_any``; both
-# are read in order, so the cost does not grow with the backlog. The payload goes out as
-# text: the child process parses it. RETURNING has no order of its own, so the outer SELECT
-# hands the batch out in claim order.
+# are read in order, so the cost does not grow with the backlog. The ids are gathered into
+# an array first (an InitPlan), so even the generic plan of the prepared statement reaches
+# the rows through the primary key rather than joining against the whole table. The
+# payload goes out as text: the child process parses it. RETURNING has no order of its
+# own, so the outer SELECT hands the batch out in claim order.
 _CLAIM = """
 WITH claimed AS (
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
        started_at = now(), heartbeat_at = now(), finished_at = NULL,
        progress = NULL, progress_message = ''
- WHERE id IN (
+ WHERE id = ANY(ARRAY(
         SELECT id FROM jobs_job
          WHERE status = 'queued' AND {queue_condition} AND run_at <= now()
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
-           FOR UPDATE SKIP LOCKED)
+           FOR UPDATE SKIP LOCKED))
 RETURNING id, type, payload::text AS payload, attempts, max_attempts, priority, run_at
 )
 SELECT id, type, payload, attempts, max_attempts FROM claimed ORDER BY priority, run_at, id
@@ -35,11 +37,13 @@ CLAIM_QUEUES = _CLAIM.format(queue_condition="queue = ANY(%(queues)s::varchar[])
 
 # Marks many jobs succeeded in one statement, fenced: a row counts only while it is still
 # running under this worker and the same attempt (a reaped job's late result is dropped).
+# Each id's attempt is looked up by its position in the array, not by joining an unnest:
+# the generic plan of a join would compare every row with every pair.
 COMPLETE = """
 UPDATE jobs_job AS j
    SET status = 'succeeded', finished_at = now(), progress = 100, error = ''
-  FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS done(id, attempt)
- WHERE j.id = done.id AND j.attempts = done.attempt
+ WHERE j.id = ANY(%(ids)s::bigint[])
+   AND j.attempts = (%(attempts)s::int[])[array_position(%(ids)s::bigint[], j.id)]
    AND j.status = 'running' AND j.locked_by = %(worker)s
 RETURNING j.id
 """

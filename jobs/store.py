@@ -525,7 +525,7 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
         # Each batch is its own short transaction so pruning never holds many locks.
         ids = list(
             Job.objects.filter(status__in=FINISHED, finished_at__lt=cutoff)
-            .order_by("status", "id")
+            .order_by("id")  # oldest first, along the primary key
             .values_list("id", flat=True)[:batch_size]
         )
         if not ids:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
-def wait_for(condition: Callable[[], object], timeout: float = 20.0, interval: float = 0.05, message: str = ""):
+def wait_for(
+    condition: Callable[[], object], timeout: float = 20.0, interval: float = 0.05, message: str = ""
+):
     """Poll ``condition`` until it returns something truthy, or fail after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -62,10 +65,8 @@ class WorkerProcess:
 
     def kill_all(self) -> None:
         """SIGKILL the supervisor and its children at once: a machine losing the task."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait(timeout=10)
 
     def wait(self, timeout: float = 30.0) -> int:
@@ -106,7 +107,9 @@ def start_worker(worker_env, tmp_path) -> Iterator[Callable[..., WorkerProcess]]
     started: list[WorkerProcess] = []
 
     def start(*args: str, env: dict[str, str] | None = None) -> WorkerProcess:
-        worker = WorkerProcess(list(args), {**worker_env, **(env or {})}, tmp_path / f"worker-{len(started)}.log")
+        worker = WorkerProcess(
+            list(args), {**worker_env, **(env or {})}, tmp_path / f"worker-{len(started)}.log"
+        )
         started.append(worker)
         return worker
 

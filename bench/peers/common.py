@@ -7,6 +7,7 @@ bench/.peers-venv alike.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -180,3 +181,25 @@ def emit(**figures) -> None:
 def describe(values: Sequence[float], unit: str, digits: int = 0) -> str:
     median = statistics.median(values)
     return f"{median:,.{digits}f} {unit} (min {min(values):,.{digits}f}, max {max(values):,.{digits}f})"
+
+
+def harness_arguments(doc: str | None) -> argparse.Namespace:
+    """The options every harness takes; also makes SIGTERM exit cleanly."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--samples", type=int, default=200, help="wake-up samples per run")
+    args = parser.parse_args()
+    exit_on_sigterm()
+    return args
+
+
+def report_run(system: str, run: int, drain: float, p50: float, p95: float, bulk: float | None) -> None:
+    """One progress line per run, on stderr (stdout carries the JSON result)."""
+    bulk_text = f"{bulk:,.0f} jobs/s" if bulk is not None else "none"
+    print(
+        f"{system} run {run + 1}: drain {drain:,.0f} jobs/s, wake-up p50 {p50:.2f} ms "
+        f"p95 {p95:.2f} ms, bulk {bulk_text}",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -20,7 +20,6 @@ table (TRUNCATE). Per run:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -32,10 +31,11 @@ from common import (
     Database,
     Pool,
     emit,
-    exit_on_sigterm,
+    harness_arguments,
     percentile,
     read_stamps,
     recreate_database,
+    report_run,
     time_drain,
     wait_until,
 )
@@ -127,14 +127,7 @@ def wake_up(db: Database, samples: int, gap: float) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=5000)
-    parser.add_argument("--samples", type=int, default=200, help="wake-up samples per run")
-    args = parser.parse_args()
-    exit_on_sigterm()
+    args = harness_arguments(__doc__)
 
     setup()
     from django.db import connection
@@ -147,12 +140,7 @@ def main() -> None:
             latencies = wake_up(db, args.samples, 0.02)
             p50.append(percentile(latencies, 0.5))
             p95.append(percentile(latencies, 0.95))
-            print(
-                f"django-tasks-db run {run + 1}: drain {drains[-1]:,.0f} jobs/s, "
-                f"wake-up p50 {p50[-1]:.2f} ms p95 {p95[-1]:.2f} ms, bulk: none",
-                file=sys.stderr,
-                flush=True,
-            )
+            report_run("django-tasks-db", run, drains[-1], p50[-1], p95[-1], None)
         reset(db)
     finally:
         db.close()

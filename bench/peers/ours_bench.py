@@ -17,7 +17,6 @@ Any worker process still alive when it ends (a failed stop) is terminated, then 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
@@ -25,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import emit, ensure_database, exit_on_sigterm, percentile
+from common import emit, ensure_database, harness_arguments, percentile, report_run
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DATABASE = "jp_compare"
@@ -69,14 +68,7 @@ def zombie(pid: int) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=5000)
-    parser.add_argument("--samples", type=int, default=200, help="wake-up samples per run")
-    args = parser.parse_args()
-    exit_on_sigterm()
+    args = harness_arguments(__doc__)
 
     ensure_database(os.environ["DATABASE_URL"].rsplit("/", 1)[1].split("?")[0])
     sys.path.insert(0, str(ROOT / "bench"))
@@ -91,12 +83,7 @@ def main() -> None:
             p50.append(percentile(latencies, 0.5))
             p95.append(percentile(latencies, 0.95))
             bulks.append(throughput.enqueue_bulk(args.jobs))
-            print(
-                f"ours run {run + 1}: drain {drains[-1]:,.0f} jobs/s, wake-up p50 {p50[-1]:.2f} ms "
-                f"p95 {p95[-1]:.2f} ms, bulk {bulks[-1]:,.0f} jobs/s",
-                file=sys.stderr,
-                flush=True,
-            )
+            report_run("ours", run, drains[-1], p50[-1], p95[-1], bulks[-1])
         throughput.reset()
     finally:
         kill_leftovers()

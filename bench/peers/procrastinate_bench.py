@@ -20,7 +20,6 @@ them ``async def``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -32,10 +31,11 @@ from common import (
     Database,
     Pool,
     emit,
-    exit_on_sigterm,
+    harness_arguments,
     percentile,
     read_stamps,
     recreate_database,
+    report_run,
     time_drain,
     wait_until,
 )
@@ -112,14 +112,7 @@ def bulk(db: Database, count: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=5000)
-    parser.add_argument("--samples", type=int, default=200, help="wake-up samples per run")
-    args = parser.parse_args()
-    exit_on_sigterm()
+    args = harness_arguments(__doc__)
 
     recreate_database(DATABASE)
     app.open()
@@ -133,12 +126,7 @@ def main() -> None:
             p50.append(percentile(latencies, 0.5))
             p95.append(percentile(latencies, 0.95))
             bulks.append(bulk(db, args.jobs))
-            print(
-                f"procrastinate run {run + 1}: drain {drains[-1]:,.0f} jobs/s, wake-up p50 {p50[-1]:.2f} ms "
-                f"p95 {p95[-1]:.2f} ms, bulk {bulks[-1]:,.0f} jobs/s",
-                file=sys.stderr,
-                flush=True,
-            )
+            report_run("procrastinate", run, drains[-1], p50[-1], p95[-1], bulks[-1])
         reset(db)
     finally:
         db.close()

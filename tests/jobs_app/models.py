@@ -8,3 +8,6 @@ class Execution(models.Model):
     attempt = models.IntegerField()
     pid = models.IntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"job #{self.job_id} try {self.attempt} in pid {self.pid}"
