@@ -32,22 +32,11 @@ os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DEFA
 os.chdir(ROOT)
 
 
-def descendants() -> list[int]:
-    found, frontier = [], [os.getpid()]
-    while frontier:
-        parent = frontier.pop()
-        try:
-            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-        except OSError:
-            continue
-        found.extend(map(int, children))
-        frontier.extend(map(int, children))
-    return found
-
-
 def kill_leftovers(grace: float = 20.0) -> None:
     """Terminate, then kill, any process this harness left behind."""
-    leftovers = descendants()
+    from throughput import process_tree
+
+    leftovers = process_tree(os.getpid())[1:]
     for pid in leftovers:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
