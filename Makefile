@@ -8,8 +8,9 @@ PG_DSN ?= postgres://postgres@127.0.0.1:5432/jobplatform
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
 	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
 
-.PHONY: demo test venv postgres chromium lint format bench clean
+.PHONY: demo test test-fast venv venv-dev postgres chromium lint typecheck format bench clean
 
+# Production requirements only (what `make demo` needs).
 $(VENV)/.installed: requirements.txt
 	@if [ -z "$(PYTHON)" ]; then echo "No Python 3.12 or newer found (tried python3.13, python3.12, pyenv). Install one and retry." >&2; exit 1; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +18,14 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	@touch $@
 
+# Tests, lint and type check on top.
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@
+
 venv: $(VENV)/.installed
+
+venv-dev: $(VENV)/.installed-dev
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -31,15 +39,22 @@ demo: venv
 	$(PY) manage.py migrate --verbosity 0
 	$(PY) manage.py demo
 
-test: venv postgres chromium
+test: venv-dev postgres chromium
 	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0
 	DATABASE_URL=$(PG_DSN) TEST_RESTART_POSTGRES=1 $(PY) -m pytest $(PYTEST_ARGS)
 
-lint: venv
+# Everything not marked slow (no worker processes, no browser), spread over the cores.
+test-fast: venv-dev postgres
+	DATABASE_URL=$(PG_DSN) $(PY) -m pytest -m "not slow" -n auto -q $(PYTEST_ARGS)
+
+lint: venv-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-format: venv
+typecheck: venv-dev
+	$(VENV)/bin/mypy jobs
+
+format: venv-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
