@@ -111,7 +111,7 @@ class Figures:
         return sum(self.failed.values())
 
 
-# The name the sweep step and earlier callers know.
+# Its earlier name, for callers written against it.
 Backlog = Figures
 
 
