@@ -141,7 +141,7 @@ def _served(labels: object) -> set[str] | None:
 
 
 def measure(now: datetime | None = None) -> Figures:
-    """Every figure of every queue, read in one snapshot (four short statements)."""
+    """Every figure of every queue, read in one snapshot (five short statements)."""
     window = float(settings.JOBS_METRICS_WINDOW)
     with _snapshot():
         now = now or timezone.now()
