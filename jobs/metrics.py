@@ -161,9 +161,10 @@ def measure(now: datetime | None = None) -> Figures:
         )
         running = {row["queue"]: row["count"] for row in running_rows}
         # The newest FAILED_SCAN_LIMIT failed rows, and of those the ones that failed within
-        # the window. Both statements read the rare-status index (status, id): the first
-        # finds the id of the last row to look at, the second reads the id range down to it.
-        # Two statements, so the planner sees that id and picks the index for the range.
+        # the window. The first statement walks the rare-status index (status, id) back to
+        # the id of the last row to look at; the second reads the failed rows from that id
+        # on, through a partial index on failed rows. Two statements, so the planner sees
+        # that id and plans the range with it.
         failed_jobs = Job.objects.filter(status=Status.FAILED)
         boundary = list(failed_jobs.order_by("-id").values_list("id", flat=True)[FAILED_SCAN_LIMIT - 1 :][:1])
         if boundary:
