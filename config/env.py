@@ -7,6 +7,7 @@ message that says which one and why.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -66,6 +67,17 @@ def choice(name: str, default: str, choices: Iterable[str]) -> str:
 
 def words(name: str, default: str = "") -> list[str]:
     return [part for part in env.list(name, default=default.split(",")) if part]
+
+
+def networks(name: str, default: str = "") -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Comma-separated addresses or networks (``10.0.0.0/8,127.0.0.1``)."""
+    parsed = []
+    for part in words(name, default):
+        try:
+            parsed.append(ipaddress.ip_network(part.strip(), strict=False))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"Setting {name} must list addresses or networks ({exc}).") from None
+    return parsed
 
 
 def database(name: str, default: str) -> dict[str, Any]:

@@ -104,6 +104,13 @@ JOBS_WORKER_ASYNC_COMMIT = env.flag("JOBS_WORKER_ASYNC_COMMIT", True)
 JOBS_KEEP_FINISHED_DAYS = env.number("JOBS_KEEP_FINISHED_DAYS", 14.0)
 JOBS_PRUNE_BATCH = env.integer("JOBS_PRUNE_BATCH", 5000, minimum=1)
 JOBS_CLOUDWATCH_NAMESPACE = env.text("JOBS_CLOUDWATCH_NAMESPACE", "")
+# The "failed jobs" figure counts jobs that failed for good within this many seconds: set
+# it to how often `sweep` runs, so each published data point covers its own interval.
+JOBS_METRICS_WINDOW = env.number("JOBS_METRICS_WINDOW", 300.0, minimum=1.0)
+# The Prometheus endpoint (/metrics) is off until one of these is set; with both set, a
+# scrape needs both. A bearer token, and/or client addresses or networks (REMOTE_ADDR).
+JOBS_METRICS_TOKEN = env.text("JOBS_METRICS_TOKEN", "")
+JOBS_METRICS_ALLOWED_IPS = env.networks("JOBS_METRICS_ALLOWED_IPS")
 AWS_REGION = env.text("AWS_REGION", "eu-central-1")
 AWS_ENDPOINT_URL = env.text("AWS_ENDPOINT_URL", "")
 

@@ -17,5 +17,5 @@ def prune_finished_jobs() -> str:
 
 @periodic("sweep", every=300)
 def report_backlog_per_task() -> str:
-    """The ECS autoscaling signal: due jobs per live worker, to CloudWatch when configured."""
+    """The scaling signals (backlog per task, oldest due age, running, failed), to CloudWatch when configured."""
     return metrics.report_backlog()

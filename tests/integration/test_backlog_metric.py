@@ -1,5 +1,6 @@
-"""The backlog-per-task metric: measured from the jobs table and the worker registry, and
-put to CloudWatch (a real moto server over HTTP), where ECS target tracking would read it."""
+"""The scaling signals: backlog per task, the oldest due job's age, running and recently
+failed jobs, measured from the jobs table and the worker registry, and put to CloudWatch (a
+real moto server over HTTP), where ECS target tracking and the alarms would read them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from jobs import metrics
 from jobs.models import Job, Status, Worker
 from jobs.timers import run_timer, timers
 from tests.conftest import wait_for
+from tests.factories import JobFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -84,6 +86,91 @@ def test_measure__counts_an_empty_fleet_as_one_task_so_scaling_out_from_zero_wor
     assert backlog.per_task == 8.0
 
 
+def _ages(now) -> None:
+    """Due jobs that became due 90 s, 30 s (ingestion) and 10 s (ai) before ``now``; and jobs
+    that must not count: one waiting out a retry's backoff, one running for long."""
+    JobFactory(type="repository.ingest", run_at=now - timedelta(seconds=30))
+    JobFactory(type="repository.ingest", run_at=now - timedelta(seconds=90))
+    JobFactory(type="brain.derive", run_at=now - timedelta(seconds=10))
+    JobFactory(type="brain.derive", run_at=now + timedelta(seconds=60), error="RuntimeError: retry")
+    JobFactory(type="pullrequest.sync", running=True, run_at=now - timedelta(hours=1))
+
+
+def test_measure__reports_how_long_the_oldest_due_job_of_each_queue_has_waited():
+    now = timezone.now()
+    _ages(now)
+
+    figures = metrics.measure(now)
+
+    assert figures.oldest_due_age("ingestion") == 90.0
+    assert figures.oldest_due_age("ai") == 10.0
+    assert figures.oldest_due_age("default") == 0.0  # only a running job there
+    assert figures.oldest_due_age() == 90.0
+
+
+def test_measure__counts_running_jobs_per_queue():
+    JobFactory.create_batch(2, type="repository.ingest", running=True)
+    JobFactory(type="brain.derive", running=True)
+    JobFactory(type="brain.derive")
+    JobFactory(type="brain.derive", succeeded=True)
+
+    figures = metrics.measure()
+
+    assert {queue: figures.running[queue] for queue in ("ai", "default", "ingestion")} == {
+        "ai": 1,
+        "default": 0,
+        "ingestion": 2,
+    }
+    assert figures.total_running == 3
+
+
+def test_measure__counts_jobs_that_failed_for_good_within_the_window(settings):
+    settings.JOBS_METRICS_WINDOW = 300
+    now = timezone.now()
+    JobFactory(type="repository.ingest", failed=True, finished_at=now - timedelta(seconds=60))
+    JobFactory(type="brain.derive", failed=True, finished_at=now - timedelta(seconds=299))
+    JobFactory(type="brain.derive", failed=True, finished_at=now - timedelta(seconds=600))  # before
+    JobFactory(type="brain.derive", cancelled=True)
+    JobFactory(type="repository.ingest", error="RuntimeError: boom", attempts=1)  # a retry, not failed
+
+    figures = metrics.measure(now)
+
+    assert {queue: figures.failed[queue] for queue in ("ai", "default", "ingestion")} == {
+        "ai": 1,
+        "default": 0,
+        "ingestion": 1,
+    }
+    assert (figures.total_failed, figures.failed_window) == (2, 300.0)
+
+
+def test_measure__reads_only_the_newest_failed_rows(monkeypatch):
+    monkeypatch.setattr(metrics, "FAILED_SCAN_LIMIT", 2)
+    JobFactory.create_batch(3, type="repository.ingest", failed=True)
+    assert metrics.measure().failed["ingestion"] == 2
+
+
+def test_metric_data__reports_every_figure_overall_and_per_queue():
+    now = timezone.now()
+    _ages(now)
+
+    data = metrics.metric_data(metrics.measure(now))
+
+    def value(name: str, queue: str | None = None) -> tuple[float, str]:
+        (entry,) = [
+            d
+            for d in data
+            if d["MetricName"] == name
+            and d.get("Dimensions", []) == ([{"Name": "Queue", "Value": queue}] if queue else [])
+        ]
+        return entry["Value"], entry["Unit"]
+
+    assert value("OldestDueJobAge") == (90.0, "Seconds")
+    assert value("OldestDueJobAge", "ai") == (10.0, "Seconds")
+    assert value("RunningJobs", "default") == (1.0, "Count")
+    assert value("FailedJobs") == (0.0, "Count")
+    assert value("QueuedJobs", "ingestion") == (2.0, "Count")
+
+
 def test_report__without_a_namespace_only_logs(settings, caplog):
     settings.JOBS_CLOUDWATCH_NAMESPACE = ""
     settings.AWS_ENDPOINT_URL = "http://127.0.0.1:9"  # nothing listens: a call would fail
@@ -99,6 +186,7 @@ def test_report__puts_the_metric_to_cloudwatch(settings, moto_reset):
     settings.AWS_ENDPOINT_URL = moto_reset
     settings.AWS_REGION = "eu-central-1"
     _backlog()
+    JobFactory(type="brain.derive", failed=True)
     _worker("w1")
     _worker("w2")
 
@@ -127,6 +215,12 @@ def test_report__puts_the_metric_to_cloudwatch(settings, moto_reset):
     assert maximum("BacklogPerTask", Queue="default") == 0.0
     assert maximum("QueuedJobs") == 8.0
     assert maximum("LiveWorkers") == 2.0
+    assert maximum("RunningJobs") == 1.0
+    assert maximum("RunningJobs", Queue="default") == 1.0
+    assert maximum("FailedJobs") == 1.0
+    assert maximum("FailedJobs", Queue="ai") == 1.0
+    assert maximum("FailedJobs", Queue="ingestion") == 0.0
+    assert maximum("OldestDueJobAge", Queue="ingestion") >= 0.0
 
     listed = cloudwatch.list_metrics(Namespace=NAMESPACE, MetricName="BacklogPerTask")["Metrics"]
     queues = {d["Value"] for metric in listed for d in metric["Dimensions"] if d["Name"] == "Queue"}
@@ -158,3 +252,16 @@ def test_measure__counts_a_real_worker_for_the_queues_it_serves(start_worker):
     assert backlog.per_task_of("ingestion") == 4.0
     worker.stop()
     assert metrics.measure().live_workers == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_measure__keeps_its_statement_timeout_to_its_own_transaction():
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        before = cursor.fetchone()[0]
+    metrics.measure()
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == before

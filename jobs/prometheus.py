@@ -1,0 +1,106 @@
+"""The fleet's scaling signals in Prometheus' exposition format, for teams not on AWS.
+
+A custom collector reads ``jobs.metrics.measure()`` at scrape time, so any web process can
+serve the endpoint and every process reports the same numbers: nothing is counted in
+memory. All metrics are gauges labelled by ``queue`` (``jobs_workers_live`` has no label):
+
+    jobs_due{queue}                       due queued jobs
+    jobs_oldest_due_age_seconds{queue}    seconds the oldest due job has waited (0: none)
+    jobs_running{queue}                   running jobs
+    jobs_failed_recent{queue}             jobs that failed for good in the last
+                                          JOBS_METRICS_WINDOW seconds
+    jobs_backlog_per_task{queue}          due jobs ÷ live workers serving the queue (≥ 1)
+    jobs_workers_serving{queue}           live workers that serve the queue
+    jobs_workers_live                     live workers
+
+Failures are a gauge over a window, not a ``jobs_failed_total`` counter: a counter must
+never go down, and the table it would be counted from does (an operator retries or
+dismisses a failed job), while a counter kept in memory would live in the workers, which
+are not scraped and restart at every deploy. The window is the one CloudWatch's
+``FailedJobs`` uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from jobs import metrics
+
+
+@dataclass(frozen=True)
+class _Gauge:
+    name: str
+    help: str
+    by_queue: Callable[[metrics.Figures, str], float] | None = None
+    overall: Callable[[metrics.Figures], float] | None = None
+
+    def family(self, figures: metrics.Figures | None) -> GaugeMetricFamily:
+        labels = ["queue"] if self.by_queue else None
+        family = GaugeMetricFamily(self.name, self.help, labels=labels)
+        if figures is None:
+            return family
+        if self.by_queue:
+            for queue in figures.queues:
+                family.add_metric([queue], self.by_queue(figures, queue))
+        elif self.overall:
+            family.add_metric([], self.overall(figures))
+        return family
+
+
+GAUGES = (
+    _Gauge("jobs_due", "Queued jobs that are due now.", by_queue=lambda f, q: f.queued.get(q, 0)),
+    _Gauge(
+        "jobs_oldest_due_age_seconds",
+        "Seconds since the oldest due job became due (0 when none is due).",
+        by_queue=lambda f, q: f.oldest_due_age(q),
+    ),
+    _Gauge("jobs_running", "Running jobs.", by_queue=lambda f, q: f.running.get(q, 0)),
+    _Gauge(
+        "jobs_failed_recent",
+        "Jobs that failed for good within the last JOBS_METRICS_WINDOW seconds.",
+        by_queue=lambda f, q: f.failed.get(q, 0),
+    ),
+    _Gauge(
+        "jobs_backlog_per_task",
+        "Due jobs per live worker serving the queue (divisor at least 1).",
+        by_queue=lambda f, q: f.per_task_of(q),
+    ),
+    _Gauge(
+        "jobs_workers_serving",
+        "Live workers that serve the queue.",
+        by_queue=lambda f, q: f.serving.get(q, 0),
+    ),
+    _Gauge(
+        "jobs_workers_live",
+        "Workers that renewed their registry row within JOBS_WORKER_LEASE and have not stopped.",
+        overall=lambda f: f.live_workers,
+    ),
+)
+
+
+class JobsCollector(Collector):
+    """Measures on every scrape; ``describe`` names the metrics without touching the database."""
+
+    def describe(self) -> Iterator[Metric]:
+        for gauge in GAUGES:
+            yield gauge.family(None)
+
+    def collect(self) -> Iterator[Metric]:
+        figures = metrics.measure()
+        for gauge in GAUGES:
+            yield gauge.family(figures)
+
+
+registry = CollectorRegistry(auto_describe=False)
+registry.register(JobsCollector())
+
+
+def exposition(accept: str = "") -> tuple[bytes, str]:
+    """The scrape body and its content type (OpenMetrics when the scraper asks for it)."""
+    encoder, content_type = choose_encoder(accept)
+    return encoder(registry), content_type
