@@ -37,7 +37,7 @@ def receive(raw: bytes, source: str = "") -> Received:
     existing = EmailMessage.objects.filter(sha256=sha).first()
     if existing is not None:
         return Received(existing, created=False)
-    name, sha = blobs.write(raw)
+    name = blobs.write(raw, sha)
     summary = parsing.summary(raw)
     try:
         with transaction.atomic():
