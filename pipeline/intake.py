@@ -38,7 +38,7 @@ def receive(raw: bytes, source: str = "") -> Received:
     if existing is not None:
         return Received(existing, created=False)
     name = blobs.write(raw, sha)
-    summary = parsing.summary(raw)
+    summary = parsing.summary(raw)  # the only parse at intake; processing reads these columns
     try:
         with transaction.atomic():
             email = EmailMessage.objects.create(
