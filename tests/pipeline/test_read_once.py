@@ -4,9 +4,9 @@ intake as they are."""
 
 from __future__ import annotations
 
-import email.parser
 import hashlib
 from dataclasses import dataclass, field
+from email.parser import Parser
 
 import pytest
 from django.db import connection
@@ -40,7 +40,7 @@ def reads(monkeypatch) -> Reads:
     (``message_from_bytes``, ``BytesParser``, ``BytesHeaderParser``…) ends in ``Parser.parse``,
     and every hash of the raw bytes is a ``hashlib.sha256`` over them."""
     found = Reads(raw=b"")
-    parse, sha256, content_key = email.parser.Parser.parse, hashlib.sha256, parsing.content_key
+    parse, sha256, content_key = Parser.parse, hashlib.sha256, parsing.content_key
 
     def counting_parse(self, fp, headersonly=False):
         found.parses.append(headersonly)
@@ -55,7 +55,7 @@ def reads(monkeypatch) -> Reads:
         found.fingerprints += 1
         return content_key(raw)
 
-    monkeypatch.setattr(email.parser.Parser, "parse", counting_parse)
+    monkeypatch.setattr(Parser, "parse", counting_parse)
     monkeypatch.setattr(hashlib, "sha256", counting_sha256)
     monkeypatch.setattr(parsing, "content_key", counting_content_key)
     return found
