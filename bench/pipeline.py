@@ -121,7 +121,7 @@ def wipe() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "TRUNCATE pipeline_emailmessage, pipeline_origin, pipeline_pipelinerun, pipeline_parsedemail, "
-            "pipeline_attachment, pipeline_classification, pipeline_indexrecord, pipeline_pipelineerror, "
+            "pipeline_attachment, pipeline_classification, pipeline_indexrecord, pipeline_errorlogentry, "
             "pipeline_modelcallswitch, jobs_job, jobs_attempt, jobs_worker RESTART IDENTITY CASCADE"
         )
 

@@ -16,8 +16,8 @@ from pipeline.intake import PROCESS_JOB, enqueue_processing
 from pipeline.models import (
     Attachment,
     EmailMessage,
+    ErrorLogEntry,
     ModelCallSwitch,
-    PipelineError,
     PipelineRun,
 )
 
@@ -51,7 +51,7 @@ class AttachmentInline(ReadOnlyInline):
 
 
 class ErrorInline(ReadOnlyInline):
-    model = PipelineError
+    model = ErrorLogEntry
     fields = ("occurred_at", "error_class", "run", "job_id", "text")
     readonly_fields = fields
 

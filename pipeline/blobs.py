@@ -22,10 +22,13 @@ def digest(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def write(raw: bytes) -> tuple[str, str]:
-    """Store ``raw`` under its content address; returns (name, sha256). Idempotent."""
-    sha = digest(raw)
-    name = name_for(sha)
+def write(raw: bytes, sha256: str) -> str:
+    """Store ``raw`` under its content address; returns its name. Idempotent.
+
+    ``sha256`` is the caller's ``digest(raw)``: intake needs it first to find a re-import,
+    and hashing a 20 MB email twice is a waste.
+    """
+    name = name_for(sha256)
     store = storage()
     if not store.exists(name):
         saved = store.save(name, ContentFile(raw))
@@ -34,7 +37,7 @@ def write(raw: bytes) -> tuple[str, str]:
             raise ImproperlyConfigured(
                 f"Blob storage renamed {name} to {saved}: allow overwriting in STORAGES['blobs']."
             )
-    return name, sha
+    return name
 
 
 def read(name: str) -> bytes:

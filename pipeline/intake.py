@@ -37,8 +37,8 @@ def receive(raw: bytes, source: str = "") -> Received:
     existing = EmailMessage.objects.filter(sha256=sha).first()
     if existing is not None:
         return Received(existing, created=False)
-    name, sha = blobs.write(raw)
-    summary = parsing.summary(raw)
+    name = blobs.write(raw, sha)
+    summary = parsing.summary(raw)  # the only parse at intake; processing reads these columns
     try:
         with transaction.atomic():
             email = EmailMessage.objects.create(

@@ -202,8 +202,9 @@ class IndexRecord(models.Model):
         return f"index record of email #{self.email_id}"
 
 
-class PipelineError(models.Model):
-    """The audit log: every error a run met, with its class, email, run, job and text."""
+class ErrorLogEntry(models.Model):
+    """One entry of the audit log: an error a run met, with its class, email, run, job and
+    text. A row, not an exception: the exceptions live in ``pipeline.errors``."""
 
     error_class = models.CharField(max_length=200)
     email = models.ForeignKey(EmailMessage, null=True, on_delete=models.CASCADE, related_name="errors")
@@ -218,6 +219,8 @@ class PipelineError(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        verbose_name = "error log entry"
+        verbose_name_plural = "error log entries"
 
     def __str__(self) -> str:
         return f"{self.error_class} on email #{self.email_id}"

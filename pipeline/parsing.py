@@ -1,16 +1,21 @@
-"""Parsing with the standard library's ``email`` package (``policy.default``), tolerant of
-broken input: whatever cannot be read is recorded as a defect, never raised."""
+"""The one parser of raw emails: the standard library's ``email`` package (``policy.default``),
+tolerant of broken input: whatever cannot be read is recorded as a defect, never raised.
+
+Each step reads an email once. Intake parses the headers only and stores their ``summary``
+(Message-ID, sender, subject) on the email's row; processing parses the whole email once
+(``parse``) and takes the summary from the row, so the two can never disagree.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import dataclass, field
-from email import message_from_bytes, policy
+from email import policy
 from email.header import decode_header, make_header
 from email.message import EmailMessage as MimeMessage
 from email.message import Message
-from email.parser import BytesHeaderParser
+from email.parser import BytesParser
 
 from pipeline import convert
 
@@ -38,9 +43,8 @@ class AttachmentPart:
 
 @dataclass
 class Parsed:
-    message_id: str
-    sender: str
-    subject: str
+    """What processing keeps of an email besides its summary: headers, text, attachments."""
+
     headers: list[tuple[str, str]]
     body_text: str
     defects: list[str]
@@ -77,9 +81,23 @@ def normalise_message_id(value: str) -> str:
     return f"<{local}@{domain.lower()}>" if at else f"<{inner}>"
 
 
+def read(raw: bytes, *, headers_only: bool = False) -> MimeMessage:
+    """Raw bytes as a message: the only place the pipeline runs the parser.
+
+    ``headers_only`` stops after the header block (the rest stays one unparsed payload);
+    the headers come out exactly as in a full parse.
+    """
+    parser = BytesParser(policy=policy.default)  # builds email.message.EmailMessage objects
+    return parser.parsebytes(raw, headersonly=headers_only)
+
+
 def summary(raw: bytes) -> Summary:
-    """Message-ID, sender and subject from the headers alone (cheap, for intake)."""
-    msg = BytesHeaderParser(policy=policy.default).parsebytes(raw)
+    """Message-ID, sender and subject, from the headers alone (intake stores them)."""
+    return summarize(read(raw, headers_only=True))
+
+
+def summarize(msg: Message) -> Summary:
+    """The header summary of a message already parsed."""
     return Summary(
         message_id=normalise_message_id(header(msg, "message-id")),
         sender=header(msg, "from"),
@@ -89,7 +107,11 @@ def summary(raw: bytes) -> Summary:
 
 def content_key(raw: bytes) -> str:
     """A hash of the normalised content: trace headers dropped, line ends and trailing
-    blanks evened out, so two deliveries of one email without a Message-ID match."""
+    blanks evened out, so two deliveries of one email without a Message-ID match.
+
+    A fingerprint of the bytes, not a parse: it works on the raw lines because the parsed
+    message does not keep them, and the keys already stored in ``Origin`` must still match.
+    """
     text = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     head, _, body = text.partition(b"\n\n")
     kept: list[bytes] = []
@@ -112,7 +134,7 @@ def content_key(raw: bytes) -> str:
 
 def parse(raw: bytes) -> Parsed:
     """Parse a whole email as far as it goes; defects are collected, not raised."""
-    msg: MimeMessage = message_from_bytes(raw, policy=policy.default)  # type: ignore[assignment]
+    msg = read(raw)
     defects: list[str] = []
     for part in msg.walk():
         defects.extend(f"{type(defect).__name__}: {defect}" for defect in part.defects)
@@ -126,9 +148,6 @@ def parse(raw: bytes) -> Parsed:
     ]
     headers = [(name, _safe_str(value)) for name, value in _items(msg, defects)]
     return Parsed(
-        message_id=normalise_message_id(header(msg, "message-id")),
-        sender=header(msg, "from"),
-        subject=header(msg, "subject"),
         headers=headers,
         body_text=body_text,
         defects=defects,

@@ -2,6 +2,8 @@
 
 Load the email, read its raw bytes, record its origin first (a copy finishes there),
 parse, convert attachments, classify when model calls are on, index, apply the labels.
+The email is parsed once, after the origin: its Message-ID, sender and subject were read
+at intake and are taken from its row, never parsed or written again here.
 """
 
 from __future__ import annotations
@@ -65,8 +67,7 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
     raw = blobs.read(email.blob_name)
 
     progress(15, "Recording the origin")
-    summary = parsing.summary(raw)
-    origin_id = origins.record(email, summary.message_id or parsing.content_key(raw))
+    origin_id = origins.record(email, email.message_id or parsing.content_key(raw))
     if origin_id != email.pk:
         with transaction.atomic():
             runs.set_status(email, Status.DUPLICATE, origin_id=origin_id)
@@ -85,7 +86,7 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
 
     progress(55, "Classifying")
     text = document_text(parsed)
-    result = classify.classify(parsed.subject, text)
+    result = classify.classify(email.subject, text)
 
     # Three short commits, so each business status is real: a run that fails after this
     # point stays "classified", which the sweeper's 30-minute rule depends on.
@@ -102,7 +103,7 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
         progress(75, "Indexing")
         try:
             with transaction.atomic():
-                search.index(email.pk, f"{parsed.subject}\n{parsed.sender}\n{text}")
+                search.index(email.pk, f"{email.subject}\n{email.sender}\n{text}")
                 runs.set_status(email, Status.INDEXED)
         except IndexingError as exc:
             runs.record_error(email, run, job_id, exc)
@@ -153,10 +154,4 @@ def _save_parsed(email: EmailMessage, run: PipelineRun, parsed: parsing.Parsed) 
             )
             for part in parsed.attachments
         )
-        runs.set_status(
-            email,
-            Status.PARSED,
-            message_id=parsed.message_id[:998],
-            sender=parsed.sender[:998],
-            subject=parsed.subject,
-        )
+        runs.set_status(email, Status.PARSED)

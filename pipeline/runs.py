@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
-from pipeline.models import EmailMessage, PipelineError, PipelineRun, RunOutcome, Status
+from pipeline.models import EmailMessage, ErrorLogEntry, PipelineRun, RunOutcome, Status
 
 
 def open_run(email: EmailMessage) -> PipelineRun:
@@ -49,11 +49,11 @@ def set_status(email: EmailMessage, status: Status, **fields: object) -> None:
 
 def record_error(
     email: EmailMessage | None, run: PipelineRun | None, job_id: int | None, exc: BaseException
-) -> PipelineError:
+) -> ErrorLogEntry:
     """Write one audit-log row: error class, email, run, job, time and text."""
     cls = type(exc)
     name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-    return PipelineError.objects.create(
+    return ErrorLogEntry.objects.create(
         error_class=name[:200], email=email, run=run, job_id=job_id, text=str(exc) or name
     )
 

@@ -149,6 +149,78 @@ def huge_attachment(megabytes: int = 20) -> bytes:
 
 
 @dataclass(frozen=True)
+class HeaderCase:
+    name: str
+    raw: bytes
+    message_id: str
+    sender: str
+    subject: str
+
+
+def awkward_headers() -> list[HeaderCase]:
+    """Headers that are easy to read two ways: encoded words, folded lines, missing ones."""
+    return [
+        HeaderCase(
+            "encoded_words",
+            b"From: =?iso-8859-1?q?J=FCrgen_M=FCller?= <jm@example.de>\r\n"
+            b"Subject: =?utf-8?b?R3LDvMOfZQ==?= =?utf-8?q?_aus_K=C3=B6ln?=\r\n"
+            b"Message-ID: <Enc-1@Example.DE>\r\n\r\nHallo\r\n",
+            "<Enc-1@example.de>",
+            "Jürgen Müller <jm@example.de>",
+            "Grüße aus Köln",
+        ),
+        HeaderCase(
+            "folded_lines",
+            b'From: "M\xc3\xbcller, J\xc3\xbcrgen"\r\n <jm@example.de>\r\n'
+            b"Subject: A subject long enough\r\n that it continues\r\n\tover three lines\r\n"
+            b"Message-ID:\r\n <folded-1@example.com>\r\n\r\nbody\r\n",
+            "<folded-1@example.com>",
+            '"Müller, Jürgen" <jm@example.de>',
+            "A subject long enough that it continues\tover three lines",
+        ),
+        HeaderCase(
+            "folded_encoded_words",
+            b"From: a@example.com\r\nSubject: =?utf-8?q?Rechnung_f=C3=BCr?=\r\n =?utf-8?q?_M=C3=A4rz?=\r\n"
+            b"Message-ID: <fe-1@example.com>\r\n\r\nbody\r\n",
+            "<fe-1@example.com>",
+            "a@example.com",
+            "Rechnung für März",
+        ),
+        HeaderCase(
+            "missing_headers",
+            b"To: inbox@example.org\r\nContent-Type: text/plain\r\n\r\nNo sender, no subject, no id.\r\n",
+            "",
+            "",
+            "",
+        ),
+        HeaderCase(
+            "broken_encoded_words",
+            b"From: =?x-no-such-charset?q?Bob?= <bob@example.com>\r\n"
+            b"Subject: =?utf-8?q?never_closed\r\n\r\nbody\r\n",
+            "",
+            "Bob <bob@example.com>",
+            "=?utf-8?q?never_closed",
+        ),
+        HeaderCase(
+            "raw_8bit",
+            b"From: J\xc3\xbcrgen <j@example.de>\r\nSubject: Caf\xe9 cr\xc3\xa8me\r\n"
+            b"Message-ID: <8bit-1@example.de>\r\n\r\nbody\r\n",
+            "<8bit-1@example.de>",
+            "Jürgen <j@example.de>",
+            "Caf\ufffd crème",
+        ),
+        HeaderCase(
+            "repeated_headers",
+            b"From: first@example.com\r\nFrom: second@example.com\r\n"
+            b"Subject: one\r\nSubject: two\r\n\r\nbody\r\n",
+            "",
+            "first@example.com",
+            "one",
+        ),
+    ]
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     raw: bytes

@@ -11,10 +11,30 @@ from pipeline.errors import ModelCallError
 from tests.pipeline import corpus
 
 
+def test_summary__plain_email_gives_message_id_sender_and_subject():
+    assert parsing.summary(corpus.plain()) == parsing.Summary(
+        message_id="<plain-1@example.com>",
+        sender="Alice <alice@example.com>",
+        subject="Invoice 42 for November",
+    )
+
+
+@pytest.mark.parametrize("case", corpus.awkward_headers(), ids=lambda case: case.name)
+def test_summary__awkward_headers_are_decoded_unfolded_or_left_empty(case):
+    assert parsing.summary(case.raw) == parsing.Summary(case.message_id, case.sender, case.subject)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [case.raw for case in corpus.cases(huge=False)] + [case.raw for case in corpus.awkward_headers()],
+    ids=[case.name for case in corpus.cases(huge=False)] + [case.name for case in corpus.awkward_headers()],
+)
+def test_summary__reading_the_headers_only_gives_what_a_full_read_gives(raw):
+    assert parsing.summary(raw) == parsing.summarize(parsing.read(raw))
+
+
 def test_parse__plain_email_gives_headers_and_body():
     parsed = parsing.parse(corpus.plain())
-    assert parsed.message_id == "<plain-1@example.com>"
-    assert parsed.subject == "Invoice 42 for November"
     assert "Payment due" in parsed.body_text
     assert ("Subject", "Invoice 42 for November") in parsed.headers
     assert parsed.defects == [] and parsed.attachments == []
@@ -34,12 +54,13 @@ def test_parse__attachments_are_converted_or_recorded_as_unconvertible():
 
 
 def test_parse__non_utf8_charsets_and_rfc2047_headers_are_decoded():
-    latin = parsing.parse(corpus.latin1())
-    assert latin.subject == "Rechnung für März"
-    assert "Jürgen Müller" in latin.sender and "Grüße aus Köln" in latin.body_text
-    japanese = parsing.parse(corpus.shift_jis_rfc2047())
-    assert japanese.subject == "会議の議題 meeting"
-    assert "明日の会議" in japanese.body_text
+    latin = corpus.latin1()
+    assert parsing.summary(latin).subject == "Rechnung für März"
+    assert "Jürgen Müller" in parsing.summary(latin).sender
+    assert "Grüße aus Köln" in parsing.parse(latin).body_text
+    japanese = corpus.shift_jis_rfc2047()
+    assert parsing.summary(japanese).subject == "会議の議題 meeting"
+    assert "明日の会議" in parsing.parse(japanese).body_text
 
 
 def test_parse__unknown_charset_is_read_as_utf8_with_a_defect():
@@ -50,7 +71,7 @@ def test_parse__unknown_charset_is_read_as_utf8_with_a_defect():
 
 def test_parse__truncated_mime_is_parsed_as_far_as_possible():
     parsed = parsing.parse(corpus.truncated_mime())
-    assert parsed.subject == "Quarterly report and meeting agenda"
+    assert ("Subject", "Quarterly report and meeting agenda") in parsed.headers
     assert any("CloseBoundaryNotFound" in defect for defect in parsed.defects)
     assert [part.filename for part in parsed.attachments] == ["report.pdf"]
     assert parsed.attachments[0].text is None and "conversion failed" in parsed.attachments[0].note

@@ -13,7 +13,7 @@ from django.db import OperationalError, connection
 
 from pipeline import classify, intake, process, search, switch
 from pipeline.errors import EmailMissing, ModelCallError
-from pipeline.models import EmailMessage, IndexRecord, Origin, PipelineError, PipelineRun, RunOutcome, Status
+from pipeline.models import EmailMessage, ErrorLogEntry, IndexRecord, Origin, PipelineRun, RunOutcome, Status
 from tests.conftest import wait_for
 from tests.pipeline import corpus
 
@@ -124,7 +124,7 @@ def test_indexing_outage__marks_partially_indexed_and_finishes_what_it_can(monke
     assert process.process_email(email.pk, job_id=77) == "partially_indexed"
     email.refresh_from_db()
     assert email.status == Status.PARTIALLY_INDEXED and email.labels == ["meeting"]
-    error = PipelineError.objects.get()
+    error = ErrorLogEntry.objects.get()
     assert error.error_class == "pipeline.errors.IndexingError" and error.job_id == 77
     assert "could not connect" in error.text and error.email_id == email.pk
     assert email.runs.get().outcome == RunOutcome.PARTIALLY_INDEXED
@@ -138,7 +138,7 @@ def test_indexing_failure_inside_postgresql__rolls_back_only_the_index_step(sett
     assert email.status == Status.PARTIALLY_INDEXED and email.labels == ["meeting"]
     assert email.classification.labels == ["meeting"]
     assert not IndexRecord.objects.filter(email=email).exists()
-    assert "no_such_search_config" in PipelineError.objects.get().text
+    assert "no_such_search_config" in ErrorLogEntry.objects.get().text
 
 
 def test_unexpected_exception__fails_the_email_logs_it_and_is_raised_for_a_retry(monkeypatch):
@@ -151,7 +151,7 @@ def test_unexpected_exception__fails_the_email_logs_it_and_is_raised_for_a_retry
         process.process_email(email.pk, job_id=5)
     email.refresh_from_db()
     assert email.status == Status.FAILED
-    error = PipelineError.objects.get()
+    error = ErrorLogEntry.objects.get()
     assert (error.error_class, error.text, error.job_id) == ("RuntimeError", "converter exploded", 5)
     run = email.runs.get()
     assert run.is_open and "converter exploded" in run.last_error
@@ -205,7 +205,7 @@ def test_bedrock__an_invalid_answer_is_a_model_call_error(bedrock):
     assert isinstance(caught.value, RetryableError)
     email.refresh_from_db()
     assert email.status == Status.FAILED
-    error = PipelineError.objects.get()
+    error = ErrorLogEntry.objects.get()
     assert error.error_class == "pipeline.errors.ModelCallError" and "not JSON" in error.text
     assert email.runs.get().is_open and not email.runs.get().classified
 
@@ -256,4 +256,4 @@ def test_model_timeout__is_a_model_call_error(settings, silent_server, monkeypat
     wait_for(lambda: accepted, timeout=5, message="the model call reached the server")
     email.refresh_from_db()
     assert email.status == Status.FAILED
-    assert PipelineError.objects.get().error_class == "pipeline.errors.ModelCallError"
+    assert ErrorLogEntry.objects.get().error_class == "pipeline.errors.ModelCallError"

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from jobs.models import Job
 from pipeline import intake
-from pipeline.models import EmailMessage, Origin, PipelineError, PipelineRun, Status
+from pipeline.models import EmailMessage, ErrorLogEntry, Origin, PipelineRun, Status
 from tests.pipeline import corpus
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -42,7 +42,7 @@ def test_corpus__every_email_is_processed_by_real_workers_and_ends_in_its_status
     assert len(emails) == len(cases), "an email was lost"
     assert set(Job.objects.filter(type="email.process").values_list("status", flat=True)) == {"succeeded"}
     assert not PipelineRun.objects.filter(closed_at__isnull=True).exists()
-    assert not PipelineError.objects.exists()
+    assert not ErrorLogEntry.objects.exists()
     # plain and its second delivery: whichever ran first is the origin, the other its copy.
     pair = sorted([emails.pop("plain"), emails.pop("duplicate")], key=lambda email: email.status)
     assert [email.status for email in pair] == [Status.DUPLICATE, Status.LABELLED]
@@ -155,7 +155,7 @@ def test_model_timeout__fails_the_email_and_the_engine_retries_with_backoff(star
     assert job.run_at >= before + timedelta(seconds=29)  # the first backoff step: 30 s
     email.refresh_from_db()
     assert email.status == Status.FAILED
-    error = PipelineError.objects.get()
+    error = ErrorLogEntry.objects.get()
     assert (error.error_class, error.job_id, error.email_id) == (
         "pipeline.errors.ModelCallError",
         job.pk,
