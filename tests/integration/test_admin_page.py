@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from jobs import admin as jobs_admin
+from jobs.admin import counting, job_page
 from jobs.models import Status
 from tests.admin_jobs import PAGE, make_failed, make_job, make_viewer
 
@@ -70,7 +70,7 @@ def test_tiles__count_each_status_exactly_and_filter_when_clicked(viewer_client:
 
 
 def test_tiles__above_the_exact_limit_say_they_estimate(viewer_client: Client, monkeypatch) -> None:
-    monkeypatch.setattr(jobs_admin, "EXACT_UP_TO", 2)
+    monkeypatch.setattr(counting, "EXACT_UP_TO", 2)
     for _ in range(4):
         make_job(Status.SUCCEEDED)
 
@@ -84,10 +84,10 @@ def test_tiles__above_the_exact_limit_say_they_estimate(viewer_client: Client, m
 
 
 def test_tile_figures__exact_estimated_and_lagging_statistics() -> None:
-    assert jobs_admin.StatusCount("failed", 1234, exact=True).figure == "1,234"
-    assert jobs_admin.StatusCount("succeeded", 986_123, exact=False).figure == "≈ 986,000"
+    assert counting.StatusCount("failed", 1234, exact=True).figure == "1,234"
+    assert counting.StatusCount("succeeded", 986_123, exact=False).figure == "≈ 986,000"
     # Statistics not yet caught up with a burst: all we know is "more than the limit".
-    assert jobs_admin.StatusCount("queued", 42, exact=False).figure == f"{jobs_admin.EXACT_UP_TO:,}+"
+    assert counting.StatusCount("queued", 42, exact=False).figure == f"{counting.EXACT_UP_TO:,}+"
 
 
 def test_columns__running_job_shows_percent_and_live_message(viewer_client: Client) -> None:
@@ -162,7 +162,7 @@ def test_refresh__returns_only_the_live_parts_with_the_same_filters(viewer_clien
     queued = make_job()
     make_job(Status.SUCCEEDED)
 
-    fragment = viewer_client.get(f"{PAGE}?status=queued", headers={jobs_admin.REFRESH_HEADER: "1"})
+    fragment = viewer_client.get(f"{PAGE}?status=queued", headers={job_page.REFRESH_HEADER: "1"})
 
     assert fragment.status_code == 200
     assert "<html" not in fragment.text and 'id="changelist-filter"' not in fragment.text
