@@ -41,6 +41,7 @@ from jobs.admin.display import (
     waiting_for_retry,
 )
 from jobs.admin.filters import QueueFilter, StatusFilter, TypeFilter
+from jobs.admin.links import registered_links
 from jobs.admin.operations import RetryCancelMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
 from jobs.models import Job, JobAttempt, Status
@@ -132,7 +133,6 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
             )
             for status, counted in counts.items()
         ]
-        mail_queue = getattr(settings, "JOBS_MAIL_QUEUE", "mail")
         context = {
             "tiles": tiles,
             "live": active,
@@ -140,8 +140,7 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
             "refresh_seconds": REFRESH_SECONDS,
             "refresh_header": REFRESH_HEADER,
             "exact_up_to": f"{counting.EXACT_UP_TO:,}",
-            "mail_queue": mail_queue,
-            "mail_failed_url": f"{url}?{urlencode({'status': Status.FAILED, 'queue': mail_queue})}",
+            "page_links": registered_links(),
             "can_operate": self.has_operate_permission(request),
             "title": "Background jobs",
             **(extra_context or {}),
