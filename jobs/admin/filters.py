@@ -32,7 +32,13 @@ class ChoiceFilter(admin.SimpleListFilter):
         return queryset.filter(**{self.field: value}) if value else queryset
 
 
-class StatusFilter(ChoiceFilter):
+class JobListFilter(ChoiceFilter):
+    """A filter of the job list: a drop-down in the bar above the list, not a column."""
+
+    template = "admin/platform/job/filter.html"
+
+
+class StatusFilter(JobListFilter):
     title = "status"
     parameter_name = field = "status"
 
@@ -40,7 +46,7 @@ class StatusFilter(ChoiceFilter):
         return [(value, str(label)) for value, label in Status.choices]
 
 
-class QueueFilter(ChoiceFilter):
+class QueueFilter(JobListFilter):
     title = "queue"
     parameter_name = field = "queue"
 
@@ -48,7 +54,7 @@ class QueueFilter(ChoiceFilter):
         return [(queue, queue) for queue in registry.queues()]
 
 
-class TypeFilter(ChoiceFilter):
+class TypeFilter(JobListFilter):
     title = "type"
     parameter_name = field = "type"
 

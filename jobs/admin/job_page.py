@@ -33,7 +33,6 @@ from jobs.admin.display import (
     exact_timestamp,
     format_duration,
     local_time,
-    relative,
     shorten,
     shows_error,
     status_badge,
@@ -65,14 +64,14 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
     list_max_show_all = 200
     fieldsets = (
         (None, {"fields": ("type", "queue", "priority", "status_badge", "message", "dedupe_key")}),
-        ("Progress", {"fields": ("progress_cell", "error_text", "attempts_cell")}),
+        ("Progress", {"fields": ("progress_text", "error_text", "attempts_cell")}),
         ("Worker", {"fields": ("locked_by", "heartbeat")}),
         ("Timestamps", {"fields": ("created", "due", "started", "finished", "took")}),
         ("Payload", {"fields": ("payload_text",)}),
     )
     readonly_fields = (
         "status_badge",
-        "progress_cell",
+        "progress_text",
         "error_text",
         "attempts_cell",
         "took",
@@ -160,16 +159,26 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
     def progress_cell(self, job: Job) -> SafeString | str:
         """The live percentage and message; the error when it failed or waits for a retry."""
         if shows_error(job):
+            # Clamped to two lines by the page's style; the whole error is in the title.
             return format_html(
-                '<span class="job-error" title="{}">{}</span>', job.error, shorten(job.error or job.message)
+                '<span class="job-error job-clamp" title="{}">{}</span>',
+                job.error,
+                shorten(job.error or job.message),
             )
+        return self.progress_text(job)
+
+    @admin.display(description="progress")
+    def progress_text(self, job: Job) -> SafeString | str:
+        """The percentage and message only: a job's page shows its error once, below."""
         if job.status == Status.RUNNING:
             percent = job.progress or 0
             return format_html(
                 '<span class="job-progress"><progress max="100" value="{}"></progress> '
-                '<span class="job-percent">{} %</span> <span class="job-progress-message">{}</span></span>',
+                '<span class="job-percent">{} %</span> '
+                '<span class="job-progress-message" title="{}">{}</span></span>',
                 percent,
                 percent,
+                job.progress_message,
                 job.progress_message,
             )
         if job.status == Status.SUCCEEDED:
@@ -180,14 +189,12 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
     def attempts_cell(self, job: Job) -> SafeString:
         if not waiting_for_retry(job):
             return format_html("{}/{}", job.attempts, job.max_attempts)
-        now = timezone.now()
-        when = "due now" if job.run_at <= now else f"runs again {relative(job.run_at, now)}"
+        # When it runs again is the row's "when"; the exact time is in the title.
         return format_html(
-            '<span class="job-retry">retry {}/{}</span><br><span class="quiet" title="{}">{}</span>',
+            '<span class="job-retry" title="runs again at {}">retry {}/{}</span>',
+            local_time(job.run_at),
             job.attempts,
             job.max_attempts,
-            local_time(job.run_at),
-            when,
         )
 
     @admin.display(description="took")
@@ -200,19 +207,21 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
 
     @admin.display(description="when")
     def when(self, job: Job) -> SafeString | str:
-        """The moment that matters for its status: finished, started, or due."""
+        """The moment that matters for its status: finished, started, due, or its next try."""
         now = timezone.now()
         if job.finished_at:
             return timestamp(job.finished_at, now, "finished ")
         if job.status == Status.RUNNING:
             return timestamp(job.started_at, now, "started ")
+        if waiting_for_retry(job):
+            return timestamp(job.run_at, now, "runs again " if job.run_at > now else "due ")
         if job.run_at > now:
             return timestamp(job.run_at, now, "due ")
         return timestamp(job.created_at, now, "queued ")
 
-    @admin.display(description="")
+    @admin.display(description="", empty_value="")
     def row_actions(self, job: Job) -> SafeString | str:
-        """Retry on failed jobs, Cancel on queued ones: buttons of the page's hidden POST form."""
+        """Retry on failed jobs, Cancel on queued ones; other rows leave the cell empty."""
         if job.status == Status.FAILED:
             return action_button(job, "retry", "Retry")
         if job.status == Status.QUEUED:

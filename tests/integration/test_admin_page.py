@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from jobs.admin import counting, job_page
 from jobs.models import Status
-from tests.admin_jobs import PAGE, make_failed, make_job, make_viewer
+from tests.admin_jobs import PAGE, make_failed, make_job, make_operator, make_viewer
 
 pytestmark = pytest.mark.django_db
 
@@ -128,6 +128,16 @@ def test_columns__queued_job_waiting_for_a_retry_shows_when_it_runs_again(viewer
     assert "retry 1/3" in cells
     assert "runs again in 2 min" in cells
     assert "RuntimeError: boom" in cells
+
+
+def test_columns__rows_without_a_button_leave_the_actions_cell_empty(client: Client) -> None:
+    client.force_login(make_operator())
+    running, failed = make_job(Status.RUNNING), make_failed()
+
+    html = client.get(PAGE).text
+
+    assert '<td class="field-row_actions"></td>' in row(html, running.pk)  # no "-" placeholder
+    assert "job-action--retry" in row(html, failed.pk)
 
 
 def test_list__is_newest_first_and_filters_by_status_queue_and_type(viewer_client: Client) -> None:
