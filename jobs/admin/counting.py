@@ -62,7 +62,7 @@ class StatusCount:
 def status_counts(statuses: Iterable[str] = TILE_STATUSES) -> dict[str, StatusCount]:
     """Per status: an exact count up to ``EXACT_UP_TO``, the planner's estimate above it.
 
-    Each bounded count stops after ``EXACT_UP_TO + 1`` rows: PostgreSQL reads them from an
+    Each bounded count stops after ``EXACT_UP_TO + 1`` rows: PostgreSQL reads them from a
     partial index (``jobs_rare_status``, or the claim and running indexes) or, for
     the status that fills most of the table, from the first pages of the table itself. So a
     million succeeded jobs cost what ten thousand do: about 5 ms (bench/admin_page.py).

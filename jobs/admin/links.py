@@ -68,4 +68,5 @@ def registered_links() -> list[PageLink]:
 
 
 def unregister_link(key: str) -> None:
+    """Take a link off the page again (an app's tests, say)."""
     _links.pop(key, None)
