@@ -94,3 +94,11 @@ DROP_NOTIFY_TRIGGER = """
 DROP TRIGGER IF EXISTS jobs_notify_enqueued ON jobs_job;
 DROP FUNCTION IF EXISTS jobs_notify_enqueued();
 """
+
+# --- admin page ---
+
+# The planner's row estimate for one status, read from the table statistics: EXPLAIN plans
+# the query without running it, so it reads no rows; planning holds only ACCESS SHARE on
+# jobs_job, which conflicts with nothing but ALTER/DROP/VACUUM FULL. The page's tiles show
+# it for a status that holds more rows than they count exactly.
+ESTIMATE_STATUS_ROWS = "EXPLAIN (FORMAT JSON) SELECT 1 FROM jobs_job WHERE status = %s"

@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 
+from jobs.admin import register_link
 from jobs.models import Job
 from pipeline import switch
 from pipeline.intake import PROCESS_JOB, enqueue_processing
@@ -20,6 +21,8 @@ from pipeline.models import (
     ModelCallSwitch,
     PipelineRun,
 )
+
+register_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
 
 
 class ReadOnlyInline(admin.TabularInline):

@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from jobs import admin as jobs_admin
+from jobs.admin import counting, job_page
 from jobs.models import Status
-from tests.admin_jobs import PAGE, make_failed, make_job, make_viewer
+from tests.admin_jobs import PAGE, make_failed, make_job, make_operator, make_viewer
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +70,7 @@ def test_tiles__count_each_status_exactly_and_filter_when_clicked(viewer_client:
 
 
 def test_tiles__above_the_exact_limit_say_they_estimate(viewer_client: Client, monkeypatch) -> None:
-    monkeypatch.setattr(jobs_admin, "EXACT_UP_TO", 2)
+    monkeypatch.setattr(counting, "EXACT_UP_TO", 2)
     for _ in range(4):
         make_job(Status.SUCCEEDED)
 
@@ -84,10 +84,10 @@ def test_tiles__above_the_exact_limit_say_they_estimate(viewer_client: Client, m
 
 
 def test_tile_figures__exact_estimated_and_lagging_statistics() -> None:
-    assert jobs_admin.StatusCount("failed", 1234, exact=True).figure == "1,234"
-    assert jobs_admin.StatusCount("succeeded", 986_123, exact=False).figure == "≈ 986,000"
+    assert counting.StatusCount("failed", 1234, exact=True).figure == "1,234"
+    assert counting.StatusCount("succeeded", 986_123, exact=False).figure == "≈ 986,000"
     # Statistics not yet caught up with a burst: all we know is "more than the limit".
-    assert jobs_admin.StatusCount("queued", 42, exact=False).figure == f"{jobs_admin.EXACT_UP_TO:,}+"
+    assert counting.StatusCount("queued", 42, exact=False).figure == f"{counting.EXACT_UP_TO:,}+"
 
 
 def test_columns__running_job_shows_percent_and_live_message(viewer_client: Client) -> None:
@@ -130,6 +130,16 @@ def test_columns__queued_job_waiting_for_a_retry_shows_when_it_runs_again(viewer
     assert "RuntimeError: boom" in cells
 
 
+def test_columns__rows_without_a_button_leave_the_actions_cell_empty(client: Client) -> None:
+    client.force_login(make_operator())
+    running, failed = make_job(Status.RUNNING), make_failed()
+
+    html = client.get(PAGE).text
+
+    assert '<td class="field-row_actions"></td>' in row(html, running.pk)  # no "-" placeholder
+    assert "job-action--retry" in row(html, failed.pk)
+
+
 def test_list__is_newest_first_and_filters_by_status_queue_and_type(viewer_client: Client) -> None:
     first = make_job(Status.SUCCEEDED)
     ai = make_job(Status.SUCCEEDED, "test.ai")
@@ -162,7 +172,7 @@ def test_refresh__returns_only_the_live_parts_with_the_same_filters(viewer_clien
     queued = make_job()
     make_job(Status.SUCCEEDED)
 
-    fragment = viewer_client.get(f"{PAGE}?status=queued", headers={jobs_admin.REFRESH_HEADER: "1"})
+    fragment = viewer_client.get(f"{PAGE}?status=queued", headers={job_page.REFRESH_HEADER: "1"})
 
     assert fragment.status_code == 200
     assert "<html" not in fragment.text and 'id="changelist-filter"' not in fragment.text
