@@ -94,3 +94,18 @@ DROP_NOTIFY_TRIGGER = """
 DROP TRIGGER IF EXISTS jobs_notify_enqueued ON jobs_job;
 DROP FUNCTION IF EXISTS jobs_notify_enqueued();
 """
+
+# --- enqueue, notify and timers -------------------------------------------------------------
+
+# Wakes the idle workers of one queue (``jobs.store.notify``: a released, retried or reaped
+# job; enqueue wakes them by the trigger above). Locks nothing and reads no table;
+# PostgreSQL delivers the notice at commit, so a rolled-back change wakes no one.
+NOTIFY = "SELECT pg_notify(%s, %s)"
+
+# A timer step's guard (``jobs.timers``): a session-level advisory lock on the step's
+# 32-bit key, taken without waiting, so a second run of the same step at the same moment
+# (two cron hosts, cron and django-q2) skips it instead of doing the work twice. It locks
+# no row and no table, and needs no index; it is held until UNLOCK_TIMER_STEP below, or
+# until the session ends if the process dies.
+TRY_LOCK_TIMER_STEP = "SELECT pg_try_advisory_lock(%s)"
+UNLOCK_TIMER_STEP = "SELECT pg_advisory_unlock(%s)"
