@@ -1,7 +1,8 @@
 """The only code that changes a job's status: one function per verb.
 
 enqueue, enqueue_many, claim, complete, fail, release, heartbeat, set_progress, cancel,
-cancel_if_queued, retry, reap, recover_worker, prune. The worker calls these; it never writes SQL itself.
+cancel_if_queued, retry, reap, recover_worker, prune. The worker calls these; it never
+writes SQL itself.
 
 Every fenced verb (complete, fail, release, set_progress) applies only while the job is
 still running under the same worker and attempt, so a late result of a job that the reaper

@@ -115,7 +115,7 @@ class Command(BaseCommand):
             )
             for extra in extras:
                 self.stdout.write(f"   {'':>3}  {'':<30} └ {extra}")
-        statuses = {}
+        statuses: dict[str, int] = {}
         for job in latest_jobs.values():
             if job is not None:
                 statuses[job.status] = statuses.get(job.status, 0) + 1
