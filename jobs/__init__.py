@@ -1,32 +1,222 @@
-"""A PostgreSQL-backed background-job engine.
+"""A PostgreSQL-backed background-job engine. This module is its public API: domain apps
+import ``jobs`` and nothing below it.
 
-from jobs import job, JobContext
+Declaring (in an app's ``tasks`` module, discovered at start-up):
 
-@job("repository.ingest", queue="ingestion", attempts=3, timeout=300)
-def ingest_repository(ctx: JobContext, *, repository_id: int) -> None: ...
+    @jobs.job("email.process", queue="mail", attempts=3, dedupe="email:{email_id}")
+    def process_email(ctx: jobs.JobContext, *, email_id: int) -> None: ...
 
-ingest_repository.enqueue(repository_id=7)
-jobs.enqueue("repository.ingest", {"repository_id": 7}, priority="high")
+    @jobs.periodic("sweep", every=300)
+    def sweep_emails() -> str: ...
+
+    class Command(jobs.TimerCommand):     # manage.py sweep runs the "sweep" timer
+        timer = "sweep"
+
+Enqueuing (the dedupe key comes from the payload, by the type's template):
+
+    jobs.enqueue("email.process", {"email_id": 7})
+    jobs.enqueue_many("email.process", [{"email_id": i} for i in ids])
+
+Asking about the jobs of a key (the type's key fields, never the key itself):
+
+    jobs.active_job("email.process", email_id=7)          # queued or running, or None
+    jobs.latest_job("email.process", email_id=7)          # any status, or None
+    jobs.jobs_for("email.process", email_id=7)            # every one, newest first
+    Email.objects.filter(~jobs.has_active_job("email.process", email_id=OuterRef("pk")))
+    jobs.cancel_if_queued("email.process", email_id=7)    # a running one is left alone
+
+Django imports this package before any model can load, so what needs the models (the
+``Job`` model, ``@job``, which registers into the model-backed registry) is imported on
+first use; the functions import the engine's modules when called.
 """
 
-from typing import Any
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from jobs.context import JobContext
-from jobs.errors import JobError, PermanentError, RetryableError
-from jobs.registry import job
+from jobs.errors import (
+    InvalidPayload,
+    InvalidTransition,
+    JobError,
+    PermanentError,
+    RetryableError,
+    UnknownJobType,
+)
+from jobs.management.timer_command import TimerCommand
+from jobs.timers import periodic
 
-__all__ = ["JobContext", "JobError", "PermanentError", "RetryableError", "enqueue", "enqueue_many", "job"]
+if TYPE_CHECKING:
+    from django.db.models import Exists, QuerySet
+
+    from jobs.declare import JobFunction, job
+    from jobs.models import Job
+
+__all__ = [
+    "InvalidPayload",
+    "InvalidTransition",
+    "Job",
+    "JobContext",
+    "JobError",
+    "JobFunction",
+    "PermanentError",
+    "RetryableError",
+    "TimerCommand",
+    "UnknownJobType",
+    "active_job",
+    "cancel",
+    "cancel_if_queued",
+    "enqueue",
+    "enqueue_many",
+    "has_active_job",
+    "job",
+    "jobs_for",
+    "latest_job",
+    "periodic",
+    "register_admin_link",
+    "retry",
+]
+
+# Names that need the app registry, and the module that defines each.
+_LOADED_ON_USE = {"Job": "jobs.models", "job": "jobs.declare", "JobFunction": "jobs.declare"}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if name in _LOADED_ON_USE:
+            return getattr(importlib.import_module(_LOADED_ON_USE[name]), name)
+        raise AttributeError(f"module 'jobs' has no attribute {name!r}")
 
 
-def enqueue(*args: Any, **kwargs: Any):
-    """See ``jobs.store.enqueue``; imported lazily so the package loads before the models."""
-    from jobs.store import enqueue as store_enqueue
-
-    return store_enqueue(*args, **kwargs)
+def _type_name(job_type: str | JobFunction) -> str:
+    return job_type if isinstance(job_type, str) else job_type.name
 
 
-def enqueue_many(*args: Any, **kwargs: Any) -> int:
-    """See ``jobs.store.enqueue_many``."""
-    from jobs.store import enqueue_many as store_enqueue_many
+# --- enqueue ------------------------------------------------------------------------------
 
-    return store_enqueue_many(*args, **kwargs)
+
+def enqueue(
+    job_type: str | JobFunction,
+    payload: dict[str, Any] | None = None,
+    *,
+    priority: str | None = None,
+    run_at: datetime | None = None,
+    dedupe_key: str | None = None,
+) -> Job:
+    """Add one job in the caller's transaction (commit makes it visible, rollback drops it).
+
+    The queue and attempts come from the type's declaration. A type that declares
+    ``dedupe`` derives its key from ``payload``; while a job of that key is queued or
+    running, enqueue returns it instead of adding another. ``dedupe_key`` is for types
+    that declare none; giving one to a type that owns its key is refused.
+    """
+    from jobs import store
+
+    return store.enqueue(
+        _type_name(job_type), payload, priority=priority, run_at=run_at, dedupe_key=dedupe_key
+    )
+
+
+def enqueue_many(
+    job_type: str | JobFunction,
+    payloads: Iterable[dict[str, Any]],
+    *,
+    priority: str | None = None,
+    run_at: datetime | None = None,
+    dedupe_keys: Sequence[str | None] | None = None,
+    batch_size: int = 10_000,
+) -> int:
+    """Add many jobs of one type in a few statements; returns how many were added.
+
+    Payloads whose key is already queued or running, or repeats an earlier payload's, are
+    skipped. ``dedupe_keys`` (one per payload) is for types that declare no key.
+    """
+    from jobs import store
+
+    return store.enqueue_many(
+        _type_name(job_type),
+        payloads,
+        priority=priority,
+        run_at=run_at,
+        dedupe_keys=dedupe_keys,
+        batch_size=batch_size,
+    )
+
+
+# --- the jobs of a key ----------------------------------------------------------------------
+# Each takes the type and its key fields (``email_id=7``), as the type's dedupe template
+# names them; the type must declare one.
+
+
+def active_job(job_type: str | JobFunction, /, **key: Any) -> Job | None:
+    """The queued or running job of this key, or None."""
+    from jobs import queries
+
+    return queries.active_job(_type_name(job_type), key)
+
+
+def latest_job(job_type: str | JobFunction, /, **key: Any) -> Job | None:
+    """The most recently added job of this key, whatever its status, or None."""
+    from jobs import queries
+
+    return queries.latest_job(_type_name(job_type), key)
+
+
+def jobs_for(job_type: str | JobFunction, /, **key: Any) -> QuerySet[Job]:
+    """Every job of this key still kept, newest first (finished ones are pruned in time)."""
+    from jobs import queries
+
+    return queries.jobs_for(_type_name(job_type), key)
+
+
+def has_active_job(job_type: str | JobFunction, /, **key: Any) -> Exists:
+    """Whether a job of this key is queued or running, as an expression for a domain queryset.
+
+    The key fields are column references of the outer query, e.g.
+    ``WorkConnection.objects.exclude(has_active_job("workmanagement.sync",
+    connection_id=OuterRef("pk")))``.
+    """
+    from jobs import queries
+
+    return queries.has_active_job(_type_name(job_type), key)
+
+
+def cancel_if_queued(job_type: str | JobFunction, /, **key: Any) -> Job | None:
+    """Cancel the job of this key if it is queued, and return it; a running job is left
+    to finish, and None is returned, as when there is none."""
+    from jobs import queries
+
+    return queries.cancel_if_queued(_type_name(job_type), key)
+
+
+# --- operator actions -----------------------------------------------------------------------
+
+
+def cancel(job: Job | int) -> Job:
+    """Cancel a queued job; any other status raises ``InvalidTransition``."""
+    from jobs import store
+
+    return store.cancel(job)
+
+
+def retry(job: Job | int) -> Job:
+    """Queue a failed job again with a full budget; any other status raises
+    ``InvalidTransition``."""
+    from jobs import store
+
+    return store.retry(job)
+
+
+# --- the admin page -------------------------------------------------------------------------
+
+
+def register_admin_link(key: str, label: str, *, url_name: str = "", **filters: str) -> None:
+    """Put a link on the "Background jobs" page: the page filtered by ``filters``
+    (``status``, ``queue``, ``type``, ``q``) or the admin page named ``url_name``. Call it
+    from an app's ``admin.py``; see ``jobs.admin.links``."""
+    from jobs.admin.links import register_link
+
+    register_link(key, label, url_name=url_name, **filters)

@@ -5,10 +5,11 @@ Only fields and small helpers live here; every status change goes through ``jobs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import timedelta
+
 from django.db import models
 from django.db.models.functions import Now
-
-from jobs.registry import PRIORITIES
 
 
 class Status(models.TextChoices):
@@ -24,10 +25,23 @@ ACTIVE = (Status.QUEUED, Status.RUNNING)
 
 
 class Priority(models.IntegerChoices):
-    CRITICAL = PRIORITIES["critical"], "critical"
-    HIGH = PRIORITIES["high"], "high"
-    NORMAL = PRIORITIES["normal"], "normal"
-    LOW = PRIORITIES["low"], "low"
+    """Stored as small integers so the claim index sorts them; lower runs first."""
+
+    CRITICAL = 0, "critical"
+    HIGH = 1, "high"
+    NORMAL = 2, "normal"
+    LOW = 3, "low"
+
+    @classmethod
+    def named(cls, name: str) -> Priority:
+        """The priority called ``name`` (as declared on a job type or given to enqueue)."""
+        try:
+            return cls(PRIORITIES[name])
+        except KeyError:
+            raise ValueError(f"Unknown priority {name!r}; use one of {', '.join(PRIORITIES)}.") from None
+
+
+PRIORITIES: Mapping[str, int] = {member.label: member.value for member in Priority}
 
 
 class Job(models.Model):
@@ -123,7 +137,7 @@ class Job(models.Model):
         return Priority(self.priority).label
 
     @property
-    def duration(self):
+    def duration(self) -> timedelta | None:
         if self.started_at and self.finished_at:
             return self.finished_at - self.started_at
         return None

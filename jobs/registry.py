@@ -1,38 +1,25 @@
 """The job-type registry: every type is declared once, with its queue, attempts, backoff,
-timeout and default priority, and looked up by name when enqueued and when run.
+timeout, default priority and dedupe key, and looked up by name when enqueued and when run.
 
-Each installed app's ``tasks`` module is imported at start-up (``JobsConfig.ready``), the
-way ``admin.py`` is, so an app adds job types without touching the engine.
+Types are declared with ``@job`` (``jobs.declare``) in each installed app's ``tasks``
+module, imported at start-up (``JobsConfig.ready``) the way ``admin.py`` is, so an app adds
+job types without touching the engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
 from jobs.errors import UnknownJobType
-
-if TYPE_CHECKING:
-    from jobs.context import JobContext
-    from jobs.models import Job
-
-# Stored as small integers so the claim index sorts them; lower runs first.
-PRIORITIES: Mapping[str, int] = {"critical": 0, "high": 1, "normal": 2, "low": 3}
-PRIORITY_NAMES: Mapping[int, str] = {value: name for name, value in PRIORITIES.items()}
+from jobs.keys import KeyTemplate
+from jobs.models import Priority
 
 DEFAULT_BACKOFF = (30, 120, 480)
 DEFAULT_BACKOFF_CAP = 1800
-
-
-def priority_value(name: str) -> int:
-    try:
-        return PRIORITIES[name]
-    except KeyError:
-        raise ValueError(f"Unknown priority {name!r}; use one of {', '.join(PRIORITIES)}.") from None
 
 
 @dataclass(frozen=True)
@@ -45,6 +32,14 @@ class JobType:
     backoff_cap: float = DEFAULT_BACKOFF_CAP
     timeout: float | None = None
     priority: str = "normal"
+    dedupe: KeyTemplate | None = None
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ImproperlyConfigured(f"Job type {self.name!r}: attempts must be at least 1.")
+        if not self.backoff or any(step < 0 for step in self.backoff):
+            raise ImproperlyConfigured(f"Job type {self.name!r}: backoff must be non-negative seconds.")
+        Priority.named(self.priority)
 
     def delay_after(self, attempt: int) -> float:
         """Seconds to wait after try number ``attempt`` (1-based) failed.
@@ -60,76 +55,36 @@ class JobType:
             delay = steps[-1] * ratio ** (attempt - len(steps))
         return float(min(delay, self.backoff_cap))
 
+    def dedupe_key(self, payload: dict[str, Any], given: str | None = None) -> str | None:
+        """The key an enqueue of ``payload`` stores: derived from the payload when the type
+        owns its key, else the caller's (or none)."""
+        if self.dedupe is None:
+            return given
+        if given is not None:
+            raise ValueError(
+                f"Job type {self.name!r} derives its dedupe key from the payload "
+                f"({self.dedupe.template!r}); do not pass one."
+            )
+        return self.dedupe.render(payload)
 
-@dataclass(frozen=True)
-class JobFunction:
-    """What ``@job`` returns: the plain function, plus ``enqueue`` and ``using``."""
-
-    job_type: JobType
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-    def __call__(self, ctx: JobContext, **payload: Any) -> Any:
-        return self.job_type.func(ctx, **payload)
-
-    @property
-    def name(self) -> str:
-        return self.job_type.name
-
-    def using(
-        self,
-        *,
-        priority: str | None = None,
-        run_at: datetime | None = None,
-        dedupe_key: str | None = None,
-    ) -> JobFunction:
-        """A copy that enqueues with these options (never another queue)."""
-        given = {"priority": priority, "run_at": run_at, "dedupe_key": dedupe_key}
-        merged = {**self.options, **{key: value for key, value in given.items() if value is not None}}
-        return replace(self, options=merged)
-
-    def enqueue(self, **payload: Any) -> Job:
-        from jobs.store import enqueue
-
-        return enqueue(self.job_type.name, payload, **self.options)
+    def key_template(self) -> KeyTemplate:
+        """The declared key template, for lookups by key; refused for a type without one."""
+        if self.dedupe is None:
+            raise ValueError(
+                f"Job type {self.name!r} declares no dedupe key: declare one with @job(dedupe=...)."
+            )
+        return self.dedupe
 
 
 _registry: dict[str, JobType] = {}
 
 
-def job(
-    name: str,
-    *,
-    queue: str = "default",
-    attempts: int = 3,
-    backoff: tuple[float, ...] = DEFAULT_BACKOFF,
-    backoff_cap: float = DEFAULT_BACKOFF_CAP,
-    timeout: float | None = None,
-    priority: str = "normal",
-) -> Callable[[Callable[..., Any]], JobFunction]:
-    """Declare a job type. The name is stored in rows: never rename one, add a new one."""
-    if attempts < 1:
-        raise ImproperlyConfigured(f"Job type {name!r}: attempts must be at least 1.")
-    if not backoff or any(step < 0 for step in backoff):
-        raise ImproperlyConfigured(f"Job type {name!r}: backoff must be non-negative seconds.")
-    priority_value(priority)
-
-    def register(func: Callable[..., Any]) -> JobFunction:
-        if name in _registry and _registry[name].func is not func:
-            raise ImproperlyConfigured(f"Job type {name!r} is declared twice.")
-        job_type = JobType(
-            name=name,
-            func=func,
-            queue=queue,
-            attempts=attempts,
-            backoff=tuple(backoff),
-            backoff_cap=backoff_cap,
-            timeout=timeout,
-            priority=priority,
-        )
-        _registry[name] = job_type
-        return JobFunction(job_type)
-
-    return register
+def register(job_type: JobType) -> None:
+    """Add a declared type; a second declaration of a name by another function fails."""
+    existing = _registry.get(job_type.name)
+    if existing is not None and existing.func is not job_type.func:
+        raise ImproperlyConfigured(f"Job type {job_type.name!r} is declared twice.")
+    _registry[job_type.name] = job_type
 
 
 def get(name: str) -> JobType:

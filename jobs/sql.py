@@ -48,8 +48,13 @@ UPDATE jobs_job AS j
 RETURNING j.id
 """
 
+# --- enqueue, notify and timers -------------------------------------------------------------
+
 # Enqueue of one job. A duplicate active dedupe key inserts nothing and returns no row;
-# the caller then looks up the job that holds the key.
+# the caller then looks up the job that holds the key. The conflict is found in the
+# partial unique index ``jobs_dedupe_active`` (type, dedupe_key of queued and running
+# rows). The statement locks only its new row; a twin holding the same key in a
+# transaction not yet committed makes it wait for that transaction, so only one inserts.
 INSERT_ONE = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
                       attempts, max_attempts, progress_message, error, message)
@@ -61,7 +66,8 @@ RETURNING id, run_at, created_at
 """
 
 # Bulk enqueue: one INSERT for a whole batch of payloads (given as JSON text). The partial
-# unique index ``jobs_dedupe_active`` turns a duplicate active dedupe key into a no-op.
+# unique index ``jobs_dedupe_active`` turns a duplicate active dedupe key into a no-op;
+# like INSERT_ONE it locks only the rows it adds.
 INSERT_MANY = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
                       attempts, max_attempts, progress_message, error, message)
@@ -73,7 +79,9 @@ SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.de
 """
 
 # Enqueue wakes idle workers: a statement-level trigger sends one NOTIFY per queue that
-# received due jobs. PostgreSQL delivers it at commit, so a rolled-back enqueue wakes no one.
+# received due jobs. It reads only the statement's new rows (the transition table), so it
+# needs no index and locks nothing. PostgreSQL delivers the notice at commit, so a
+# rolled-back enqueue wakes no one.
 CREATE_NOTIFY_TRIGGER = f"""
 CREATE OR REPLACE FUNCTION jobs_notify_enqueued() RETURNS trigger AS $$
 BEGIN
@@ -94,6 +102,19 @@ DROP_NOTIFY_TRIGGER = """
 DROP TRIGGER IF EXISTS jobs_notify_enqueued ON jobs_job;
 DROP FUNCTION IF EXISTS jobs_notify_enqueued();
 """
+
+# Wakes the idle workers of one queue (``jobs.store.notify``: a released, retried or reaped
+# job; enqueue wakes them by the trigger above). Locks nothing and reads no table;
+# PostgreSQL delivers the notice at commit, so a rolled-back change wakes no one.
+NOTIFY = "SELECT pg_notify(%s, %s)"
+
+# A timer step's guard (``jobs.timers``): a session-level advisory lock on the step's
+# 32-bit key, taken without waiting, so a second run of the same step at the same moment
+# (two cron hosts, cron and django-q2) skips it instead of doing the work twice. It locks
+# no row and no table, and needs no index; it is held until UNLOCK_TIMER_STEP below, or
+# until the session ends if the process dies.
+TRY_LOCK_TIMER_STEP = "SELECT pg_try_advisory_lock(%s)"
+UNLOCK_TIMER_STEP = "SELECT pg_advisory_unlock(%s)"
 
 # --- admin page ---
 

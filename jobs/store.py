@@ -1,7 +1,8 @@
 """The only code that changes a job's status: one function per verb.
 
 enqueue, enqueue_many, claim, complete, fail, release, heartbeat, set_progress, cancel,
-retry, reap, recover_worker, prune. The worker calls these; it never writes SQL itself.
+cancel_if_queued, retry, reap, recover_worker, prune. The worker calls these; it never
+writes SQL itself.
 
 Every fenced verb (complete, fail, release, set_progress) applies only while the job is
 still running under the same worker and attempt, so a late result of a job that the reaper
@@ -26,7 +27,7 @@ from django.utils import timezone
 
 from jobs import registry, sql
 from jobs.errors import InvalidPayload, InvalidTransition, UnknownJobType
-from jobs.models import ACTIVE, FINISHED, Job, JobAttempt, Status, Worker
+from jobs.models import ACTIVE, FINISHED, Job, JobAttempt, Priority, Status, Worker
 
 logger = logging.getLogger("jobs.store")
 
@@ -65,7 +66,7 @@ def _on_postgres() -> bool:
     return connection.vendor == "postgresql"
 
 
-def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple]:
+def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Run a hot-path statement as a server-side prepared statement.
 
     Django's cursors bind parameters on the client and never prepare (for the sake of
@@ -102,7 +103,7 @@ def notify(queues: Iterable[str]) -> None:
         return
     with connection.cursor() as cursor:
         for queue in sorted(set(queues)):
-            cursor.execute("SELECT pg_notify(%s, %s)", [sql.CHANNEL, queue])
+            cursor.execute(sql.NOTIFY, [sql.CHANNEL, queue])
 
 
 # --- enqueue ------------------------------------------------------------------------------
@@ -118,16 +119,18 @@ def enqueue(
 ) -> Job:
     """Add a job in the caller's transaction (commit makes it visible, rollback drops it).
 
-    With a ``dedupe_key``, a queued or running job of the same type and key is returned
+    With a dedupe key (derived from the payload when the type declares one, else the
+    caller's ``dedupe_key``), a queued or running job of the same type and key is returned
     instead of adding a second one; the database's partial unique index decides races.
     """
     job_type = registry.get(type_name)
     payload = {} if payload is None else payload
     payload_text = _payload_text(payload)
+    dedupe_key = job_type.dedupe_key(payload, dedupe_key)
     fields: dict[str, Any] = {
         "type": job_type.name,
         "queue": job_type.queue,
-        "priority": registry.priority_value(priority or job_type.priority),
+        "priority": int(Priority.named(priority or job_type.priority)),
         "payload": payload,
         "max_attempts": job_type.attempts,
         "dedupe_key": dedupe_key,
@@ -186,14 +189,25 @@ def enqueue_many(
 ) -> int:
     """Add many jobs of one type in a few statements; returns how many were added.
 
-    Rows whose dedupe key is already active are skipped.
+    Rows whose dedupe key is already active (or repeats an earlier row's) are skipped. The
+    keys are derived from the payloads when the type declares its key; ``dedupe_keys``
+    (one per payload) serves types that do not.
     """
     job_type = registry.get(type_name)
-    texts = [_payload_text(payload) for payload in payloads]
-    keys = list(dedupe_keys) if dedupe_keys is not None else [None] * len(texts)
-    if len(keys) != len(texts):
-        raise ValueError("dedupe_keys must have one entry per payload.")
-    priority_number = registry.priority_value(priority or job_type.priority)
+    if job_type.dedupe is not None and dedupe_keys is not None:
+        raise ValueError(
+            f"Job type {type_name!r} derives its dedupe keys from the payloads; do not pass them."
+        )
+    texts: list[str] = []
+    keys: list[str | None] = []
+    for payload in payloads:
+        texts.append(_payload_text(payload))
+        keys.append(job_type.dedupe_key(payload))
+    if dedupe_keys is not None:
+        keys = list(dedupe_keys)
+        if len(keys) != len(texts):
+            raise ValueError("dedupe_keys must have one entry per payload.")
+    priority_number = int(Priority.named(priority or job_type.priority))
     added = 0
     for start in range(0, len(texts), batch_size):
         chunk, chunk_keys = texts[start : start + batch_size], keys[start : start + batch_size]
@@ -265,10 +279,10 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
             progress=None,
             progress_message="",
         )
-        rows = Job.objects.filter(id__in=ids).order_by("priority", "run_at", "id")
+        claimed = Job.objects.filter(id__in=ids).order_by("priority", "run_at", "id")
         return [
             ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts)
-            for job in rows
+            for job in claimed
         ]
 
 
@@ -316,13 +330,12 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
             logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
             return None
         try:
-            job_type = registry.get(job.type)
+            job_type: registry.JobType | None = registry.get(job.type)
         except UnknownJobType:
             job_type = None
-        retry = failure.retryable and job_type is not None and job.attempts < job.max_attempts
         now = timezone.now()
         job.error = failure.text
-        if retry:
+        if failure.retryable and job_type is not None and job.attempts < job.max_attempts:
             job.status = Status.QUEUED
             job.run_at = now + timedelta(seconds=job_type.delay_after(job.attempts))
             job.heartbeat_at = None
@@ -408,11 +421,36 @@ def cancel(job: Job | int) -> Job:
         row = Job.objects.select_for_update().get(pk=job_id)
         if row.status != Status.QUEUED:
             raise InvalidTransition(f"Only a queued job can be cancelled; job #{row.pk} is {row.status}.")
-        row.status = Status.CANCELLED
-        row.finished_at = timezone.now()
-        row.message = CANCELLED
-        row.save(update_fields=["status", "finished_at", "message"])
+        _mark_cancelled(row)
     return row
+
+
+def cancel_if_queued(type_name: str, dedupe_key: str) -> Job | None:
+    """Cancel the queued job of this type and key, if there is one; returns it.
+
+    A running job is left alone (it has to be waited out) and None is returned, as when
+    there is no job. A worker claiming the job at the same moment wins or loses on the row
+    lock: the claim skips a row locked here, and a row it claimed first is no longer queued
+    when this lock is granted.
+    """
+    with transaction.atomic():
+        # Locks the one queued row of the key (the jobs_dedupe_active index finds it).
+        row = (
+            Job.objects.select_for_update()
+            .filter(type=type_name, dedupe_key=dedupe_key, status=Status.QUEUED)
+            .first()
+        )
+        if row is None:
+            return None
+        _mark_cancelled(row)
+    return row
+
+
+def _mark_cancelled(row: Job) -> None:
+    row.status = Status.CANCELLED
+    row.finished_at = timezone.now()
+    row.message = CANCELLED
+    row.save(update_fields=["status", "finished_at", "message"])
 
 
 def retry(job: Job | int) -> Job:

@@ -1,7 +1,6 @@
 """The engine's own timer steps (part of ``manage.py sweep``)."""
 
-from jobs import metrics, store
-from jobs.timers import periodic
+from jobs import metrics, periodic, store
 
 
 @periodic("sweep", every=300)

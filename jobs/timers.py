@@ -1,7 +1,7 @@
 """Timers: functions that run every few minutes, from cron or from django-q2's scheduler,
-declared once for both.
+declared once for both, in an app's ``tasks`` module beside its job types:
 
-    @periodic("sweep", every=300)
+    @jobs.periodic("sweep", every=300)
     def sweep_emails() -> str: ...
 
 ``manage.py sweep`` runs every function of the ``sweep`` timer. Each function runs under a
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from jobs import sql
+
 logger = logging.getLogger("jobs.timers")
 
 
@@ -32,10 +34,10 @@ class TimerStep:
 _steps: dict[str, list[TimerStep]] = {}
 
 
-def periodic(timer: str, *, every: int) -> Callable[[Callable[[], object]], Callable[[], object]]:
+def periodic[Step: Callable[[], object]](timer: str, *, every: int) -> Callable[[Step], Step]:
     """Add the decorated function to ``timer``, which runs every ``every`` seconds."""
 
-    def register(func: Callable[[], object]) -> Callable[[], object]:
+    def register(func: Step) -> Step:
         name = f"{func.__module__}.{func.__qualname__}"
         steps = _steps.setdefault(timer, [])
         if not any(step.name == name for step in steps):
@@ -83,11 +85,12 @@ class _exclusive:
             self.acquired = True
             return True
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
-            self.acquired = bool(cursor.fetchone()[0])
+            cursor.execute(sql.TRY_LOCK_TIMER_STEP, [self.key])
+            row = cursor.fetchone()
+            self.acquired = bool(row and row[0])
         return self.acquired
 
     def __exit__(self, *exc_info: object) -> None:
         if self.acquired and connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
+                cursor.execute(sql.UNLOCK_TIMER_STEP, [self.key])

@@ -10,8 +10,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 
-from jobs.admin import register_link
-from jobs.models import Job
+from jobs import Job, jobs_for, register_admin_link
 from pipeline import switch
 from pipeline.intake import PROCESS_JOB, enqueue_processing
 from pipeline.models import (
@@ -22,7 +21,7 @@ from pipeline.models import (
     PipelineRun,
 )
 
-register_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
+register_admin_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -171,7 +170,7 @@ class EmailMessageAdmin(admin.ModelAdmin):
 
     @admin.display(description="email.process jobs")
     def jobs(self, obj: EmailMessage) -> str:
-        rows = Job.objects.filter(type=PROCESS_JOB, dedupe_key=obj.dedupe_key).order_by("-id")[:20]
+        rows = jobs_for(PROCESS_JOB, email_id=obj.pk)[:20] if obj.pk else []
         if not rows:
             return "-"
         return format_html(

@@ -1,7 +1,7 @@
 """The pipeline's exceptions. ``PipelineError`` is the root; each subclasses the engine's
 retryable or permanent error so the job engine knows whether another try can help."""
 
-from jobs.errors import JobError, PermanentError, RetryableError
+from jobs import JobError, PermanentError, RetryableError
 
 
 class PipelineError(JobError):

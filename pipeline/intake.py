@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 import jobs
 from pipeline import blobs, parsing
 from pipeline.errors import UnreadableEmail
-from pipeline.models import EmailMessage, job_dedupe_key
+from pipeline.models import EmailMessage
 
 PROCESS_JOB = "email.process"
 
@@ -62,4 +62,4 @@ def receive(raw: bytes, source: str = "") -> Received:
 
 def enqueue_processing(email_id: int):
     """Queue ``email.process`` for one email; an active job for it is reused, not doubled."""
-    return jobs.enqueue(PROCESS_JOB, {"email_id": email_id}, dedupe_key=job_dedupe_key(email_id))
+    return jobs.enqueue(PROCESS_JOB, {"email_id": email_id})

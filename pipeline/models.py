@@ -73,15 +73,6 @@ class EmailMessage(models.Model):
     def __str__(self) -> str:
         return f"#{self.pk} {self.subject[:60] or '(no subject)'}"
 
-    @property
-    def dedupe_key(self) -> str:
-        """The key that keeps one ``email.process`` job per email on the queue."""
-        return job_dedupe_key(self.pk)
-
-
-def job_dedupe_key(email_id: int) -> str:
-    return f"email:{email_id}"
-
 
 class Origin(models.Model):
     """The first email recorded under an origin key; the unique key settles races."""

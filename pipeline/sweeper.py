@@ -15,13 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import CharField, Exists, OuterRef, Q, Value
-from django.db.models.functions import Cast, Concat, Now
+from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
-from jobs import store
-from jobs.models import ACTIVE, Job
-from jobs.models import Status as JobStatus
+import jobs
 from pipeline import switch
 from pipeline.intake import PROCESS_JOB, enqueue_processing
 from pipeline.models import EmailMessage, PipelineRun, RunOutcome
@@ -48,8 +46,7 @@ class SweepResult:
 
 def _active_job(email_ref: str) -> Exists:
     """An ``email.process`` job of this email is queued (waiting, or backing off) or running."""
-    key = Concat(Value("email:"), Cast(OuterRef(email_ref), output_field=CharField()))
-    return Exists(Job.objects.filter(type=PROCESS_JOB, status__in=ACTIVE, dedupe_key=key))
+    return jobs.has_active_job(PROCESS_JOB, email_id=OuterRef(email_ref))
 
 
 def sweep(now: datetime | None = None) -> SweepResult:
@@ -115,14 +112,11 @@ def _readd_stalled(run_id: int, now: datetime) -> str:
 
 
 def _has_active_job(email_id: int) -> bool:
-    return Job.objects.filter(type=PROCESS_JOB, status__in=ACTIVE, dedupe_key=f"email:{email_id}").exists()
+    return jobs.active_job(PROCESS_JOB, email_id=email_id) is not None
 
 
 def _take_off_queue(run: PipelineRun) -> None:
-    for job in Job.objects.filter(
-        type=PROCESS_JOB, status=JobStatus.QUEUED, dedupe_key=f"email:{run.email_id}"
-    ):
-        store.cancel(job)
+    jobs.cancel_if_queued(PROCESS_JOB, email_id=run.email_id)
     PipelineRun.objects.filter(pk=run.pk).update(
         outcome=RunOutcome.FAILED, closed_at=Now(), updated_at=Now(), last_error=REVIEW_REASON
     )

@@ -40,5 +40,5 @@ def set_model_calls(enabled: bool, user: Any = None) -> ModelCallSwitch:
         row.changed_at = timezone.now()
         row.save()
         if enabled and not was_enabled:
-            jobs.enqueue(SWEEP_JOB, {}, dedupe_key="sweep")
+            jobs.enqueue(SWEEP_JOB, {})
     return row

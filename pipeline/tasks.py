@@ -1,16 +1,15 @@
 """The pipeline's job types and timer step: declarations only, each calling a service."""
 
-from jobs import JobContext, job
-from jobs.timers import periodic
+from jobs import JobContext, job, periodic
 from pipeline import process, sweeper
 
 
-@job("email.process", queue="mail", attempts=3, backoff=(30, 120, 600))
+@job("email.process", queue="mail", attempts=3, backoff=(30, 120, 600), dedupe="email:{email_id}")
 def process_email(ctx: JobContext, *, email_id: int) -> None:
     process.process_email(email_id, job_id=ctx.job_id, progress=ctx.progress)
 
 
-@job("email.sweep", queue="mail", attempts=1)
+@job("email.sweep", queue="mail", attempts=1, dedupe="sweep")
 def sweep_emails_now(ctx: JobContext) -> None:
     """Queued when model calls are switched on, so waiting emails need not wait for the timer."""
     sweeper.sweep()

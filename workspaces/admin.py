@@ -10,10 +10,11 @@ from workspaces import models
 from workspaces.services.work_items import request_sync
 
 
-def _queue(modeladmin: admin.ModelAdmin, request, type_name: str, payloads: list[dict], key: str) -> None:
+def _queue(modeladmin: admin.ModelAdmin, request, type_name: str, payloads: list[dict]) -> None:
+    """One job per payload; a subject that already has one queued or running keeps it."""
     with transaction.atomic():
         for payload in payloads:
-            enqueue(type_name, payload, dedupe_key=str(payload[key]))
+            enqueue(type_name, payload)
     modeladmin.message_user(request, f"Queued {len(payloads)} {type_name} job(s).", messages.SUCCESS)
 
 
@@ -46,7 +47,6 @@ class OrganizationAdmin(admin.ModelAdmin):
             request,
             "retention.purge",
             [{"organization_id": pk} for pk in queryset.values_list("pk", flat=True)],
-            "organization_id",
         )
 
 
@@ -71,7 +71,6 @@ class WorkspaceAdmin(admin.ModelAdmin):
             request,
             "workspace.provision",
             [{"workspace_id": pk} for pk in queryset.values_list("pk", flat=True)],
-            "workspace_id",
         )
 
     @admin.action(description="Mine decisions")
@@ -81,7 +80,6 @@ class WorkspaceAdmin(admin.ModelAdmin):
             request,
             "decisions.mine",
             [{"workspace_id": pk} for pk in queryset.values_list("pk", flat=True)],
-            "workspace_id",
         )
 
 
@@ -95,11 +93,7 @@ class RepositoryAdmin(admin.ModelAdmin):
 
     def _each(self, request, queryset, type_name: str) -> None:
         _queue(
-            self,
-            request,
-            type_name,
-            [{"repository_id": pk} for pk in queryset.values_list("pk", flat=True)],
-            "repository_id",
+            self, request, type_name, [{"repository_id": pk} for pk in queryset.values_list("pk", flat=True)]
         )
 
     @admin.action(description="Re-index")

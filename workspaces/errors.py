@@ -1,6 +1,6 @@
 """The workspace jobs' errors. Permanent ones fail a job at once; retryable ones back off."""
 
-from jobs.errors import JobError, PermanentError, RetryableError
+from jobs import JobError, PermanentError, RetryableError
 
 
 class WorkspaceError(JobError):

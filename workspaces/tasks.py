@@ -1,10 +1,12 @@
-"""The eleven workspace job types: declarations only (load by id, call a service).
+"""The eleven workspace job types and the two workspace timers: declarations only (load by
+id, call a service).
 
 Queues and attempts are those of the background-jobs page; the names are stored in rows,
-so never rename one.
+so never rename one. Each type's dedupe key names its subject ("repository:7"): at most
+one job per type and subject is queued or running.
 """
 
-from jobs import JobContext, job
+from jobs import JobContext, job, periodic
 from workspaces.services import (
     analysis,
     brain,
@@ -13,18 +15,23 @@ from workspaces.services import (
     ingest,
     provisioning,
     pull_requests,
+    reconcile,
     retention,
+    trials,
     work_items,
     workflows,
 )
 
+REPOSITORY = "repository:{repository_id}"
+WORKSPACE = "workspace:{workspace_id}"
 
-@job("repository.ingest", queue="ingestion", attempts=3, timeout=900)
+
+@job("repository.ingest", queue="ingestion", attempts=3, timeout=900, dedupe=REPOSITORY)
 def ingest_repository(ctx: JobContext, *, repository_id: int) -> None:
     ingest.ingest_repository(repository_id, progress=ctx.progress)
 
 
-@job("repository.analyse", queue="ai", attempts=2, timeout=1800)
+@job("repository.analyse", queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)
 def analyse_repository(ctx: JobContext, *, repository_id: int) -> None:
     analysis.analyse_repository(repository_id, progress=ctx.progress)
 
@@ -47,41 +54,56 @@ def run_ai_workflow(
     )
 
 
-@job("pullrequest.sync", queue="default", attempts=3, timeout=600)
+@job("pullrequest.sync", queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
 def sync_pull_requests(ctx: JobContext, *, repository_id: int) -> None:
     pull_requests.sync_pull_requests(repository_id, progress=ctx.progress)
 
 
-@job("checks.sync", queue="default", attempts=3, timeout=600)
+@job("checks.sync", queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
 def sync_checks(ctx: JobContext, *, repository_id: int) -> None:
     pull_requests.sync_checks(repository_id, progress=ctx.progress)
 
 
-@job("workmanagement.sync", queue="default", attempts=3, timeout=600)
+@job("workmanagement.sync", queue="default", attempts=3, timeout=600, dedupe="connection:{connection_id}")
 def sync_work_connection(ctx: JobContext, *, connection_id: int) -> None:
     work_items.sync_connection(connection_id, progress=ctx.progress)
 
 
-@job("brain.derive", queue="ai", attempts=2, timeout=1800)
+@job("brain.derive", queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)
 def derive_brain(ctx: JobContext, *, repository_id: int) -> None:
     brain.derive_brain(repository_id, progress=ctx.progress)
 
 
-@job("decisions.mine", queue="ai", attempts=2, timeout=1800)
+@job("decisions.mine", queue="ai", attempts=2, timeout=1800, dedupe=WORKSPACE)
 def mine_decisions(ctx: JobContext, *, workspace_id: int) -> None:
     decisions.mine_decisions(workspace_id, progress=ctx.progress)
 
 
-@job("workspace.provision", queue="ingestion", attempts=2, timeout=1800)
+@job("workspace.provision", queue="ingestion", attempts=2, timeout=1800, dedupe=WORKSPACE)
 def provision_workspace(ctx: JobContext, *, workspace_id: int) -> None:
     provisioning.provision_workspace(workspace_id, progress=ctx.progress)
 
 
-@job("capsules.retrospective", queue="ingestion", attempts=2, timeout=900)
+@job("capsules.retrospective", queue="ingestion", attempts=2, timeout=900, dedupe=REPOSITORY)
 def build_capsules(ctx: JobContext, *, repository_id: int) -> None:
     capsules.build_retrospective(repository_id, progress=ctx.progress)
 
 
-@job("retention.purge", queue="default", attempts=2, timeout=900)
+@job("retention.purge", queue="default", attempts=2, timeout=900, dedupe="organization:{organization_id}")
 def purge_retained_bodies(ctx: JobContext, *, organization_id: int | None = None) -> None:
     retention.purge_expired(organization_id, progress=ctx.progress)
+
+
+# --- timers: ``manage.py reconcile`` (15 min) and ``manage.py trial_sweep`` (1 h) ------------
+# Each step runs under ``run_timer``'s advisory lock; both are also idempotent on their own
+# (dedupe keys, the reminder's unique pair), so two runs at once cannot double anything.
+
+
+@periodic("reconcile", every=900)
+def reconcile_work_connections() -> str:
+    return f"{reconcile.enqueue_due_syncs()} syncs queued"
+
+
+@periodic("trial_sweep", every=3600)
+def remind_trials_ending() -> str:
+    return f"{trials.send_trial_reminders()} trial reminders sent"

@@ -3,9 +3,9 @@
 The engine knows no domain queue or page. An app that wants a shortcut on the page (its
 queue's failed jobs, say) registers it from its own ``admin.py``::
 
-    from jobs.admin import register_link
+    import jobs
 
-    register_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
+    jobs.register_admin_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
 
 A link is a view of the page itself with its filters set (``status``, ``queue``, ``type``,
 or a search ``q``), or any other admin page given by its URL name.

@@ -30,5 +30,5 @@ def reset(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("platform", "0003_admin_indexes")]
+    dependencies = [("platform", "0003_claim_any_and_admin_indexes")]
     operations = [migrations.RunPython(tune, reset)]

@@ -69,5 +69,5 @@ def test_scheduled_timer__run_by_the_django_q_scheduler_runs_the_timer(monkeypat
     assert len(mail.outbox) == 1
     task = Success.objects.get()
     assert task.func == RUN_TIMER
-    assert task.result == {"workspaces.timers.remind_trials_ending": "1 trial reminders sent"}
+    assert task.result == {"workspaces.tasks.remind_trials_ending": "1 trial reminders sent"}
     assert Schedule.objects.get().next_run > task.started

@@ -91,3 +91,8 @@ def stamp(ctx: JobContext, *, path: str, t0: float) -> None:
 @job("test.stamp_ai", queue="ai", attempts=1)
 def stamp_ai(ctx: JobContext, *, path: str, t0: float) -> None:
     _stamp(path, t0)
+
+
+@job("test.keyed", queue="default", attempts=2, dedupe="thing:{thing_id}")
+def keyed(ctx: JobContext, *, thing_id: int | str, note: str = "") -> None:
+    """Owns its dedupe key: one queued or running job per thing."""

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from jobs import jobs_for
 from jobs.models import Job
 from pipeline import intake, process
 from pipeline.models import EmailMessage, ModelCallSwitch
@@ -27,7 +28,7 @@ def processed() -> EmailMessage:
 
     email = intake.receive(corpus.multipart_with_attachments()).email
     process.process_email(email.pk)
-    Job.objects.filter(dedupe_key=email.dedupe_key).update(status="succeeded")
+    jobs_for("email.process", email_id=email.pk).update(status="succeeded")
     copy = intake.receive(corpus.truncated_mime()).email
     process.process_email(copy.pk)
     return email

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from jobs import jobs_for
 from jobs.models import Job
 from jobs.models import Status as JobStatus
 from jobs.timers import run_timer
@@ -21,9 +22,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _active_jobs(email: EmailMessage):
-    return Job.objects.filter(
-        type="email.process", dedupe_key=email.dedupe_key, status__in=["queued", "running"]
-    )
+    return jobs_for("email.process", email_id=email.pk).filter(status__in=["queued", "running"])
 
 
 def _finish_jobs(email: EmailMessage, status: str = JobStatus.FAILED) -> None:
@@ -52,7 +51,7 @@ def test_sweep__readds_a_stored_email_with_no_run():
 def test_sweep__an_email_waiting_in_the_queue_is_never_stalled():
     email = intake.receive(corpus.plain()).email  # its job is queued
     run = _stalled_run(corpus.latin1(), classified=False)
-    Job.objects.filter(dedupe_key=run.email.dedupe_key).update(status="queued", finished_at=None)
+    jobs_for("email.process", email_id=run.email_id).update(status="queued", finished_at=None)
     assert str(sweeper.sweep(now=timezone.now() + timedelta(hours=2))).startswith("0 without a run, 0 never")
     assert not email.runs.exists()
     run.refresh_from_db()

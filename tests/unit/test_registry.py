@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from jobs import registry
+from jobs import job, registry
 from jobs.errors import UnknownJobType
-from jobs.registry import PRIORITIES, job
+from jobs.models import PRIORITIES, Priority
 from tests.jobs_app.tasks import noop
 
 
@@ -129,13 +129,13 @@ def test_tasks_modules_of_installed_apps_are_discovered():
 
 
 def test_priorities__critical_runs_before_high_before_normal_before_low():
-    assert sorted(PRIORITIES, key=registry.priority_value) == ["critical", "high", "normal", "low"]
-    assert registry.PRIORITY_NAMES[registry.priority_value("normal")] == "normal"
+    assert sorted(PRIORITIES, key=lambda name: Priority.named(name)) == ["critical", "high", "normal", "low"]
+    assert Priority(Priority.named("normal")).label == "normal"
 
 
 def test_priorities__unknown_name_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="Unknown priority 'urgent'; use one of critical, high, normal, low"):
-        registry.priority_value("urgent")
+        Priority.named("urgent")
     with pytest.raises(ValueError, match="Unknown priority 'urgent'"):
         job("unit.urgent", priority="urgent")
 

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from jobs.models import Job
 from workspaces import models
+from workspaces.services.reconcile import enqueue_due_syncs
 
 from .factories import AIArtifactFactory, PullRequestFactory, RepositoryFactory, WorkConnectionFactory
 
@@ -57,4 +58,7 @@ def test_admin__sync_now_uses_the_same_dedupe_key_as_reconcile(admin_client):
     admin_client.post(
         _url(models.WorkConnection, "changelist"), {"action": "sync_now", "_selected_action": [connection.pk]}
     )
-    assert Job.objects.get(type="workmanagement.sync").dedupe_key == str(connection.pk)
+    assert Job.objects.get(type="workmanagement.sync").dedupe_key == f"connection:{connection.pk}"
+    # Reconcile sees that sync as the connection's and adds no twin.
+    assert enqueue_due_syncs() == 0
+    assert Job.objects.filter(type="workmanagement.sync").count() == 1

@@ -35,7 +35,7 @@ def test_reconcile__queues_stale_and_never_synced_active_connections_only():
 
     assert _synced_connection_ids() == sorted([stale.pk, never.pk])
     job = Job.objects.get(payload__connection_id=stale.pk)
-    assert (job.queue, job.dedupe_key, job.status) == ("default", str(stale.pk), Status.QUEUED)
+    assert (job.queue, job.dedupe_key, job.status) == ("default", f"connection:{stale.pk}", Status.QUEUED)
 
 
 def test_reconcile__skips_a_connection_whose_sync_is_already_queued_or_running():

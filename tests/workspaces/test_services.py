@@ -259,7 +259,7 @@ def test_request_sync__dedupes_on_the_connection_id():
     connection = WorkConnectionFactory()
     first, second = request_sync(connection), request_sync(connection)
     assert first.pk == second.pk
-    assert first.dedupe_key == str(connection.pk)
+    assert first.dedupe_key == f"connection:{connection.pk}"
     assert Job.objects.filter(type="workmanagement.sync").count() == 1
 
 

@@ -30,6 +30,6 @@ def provision_workspace(workspace_id: int, progress: Progress = no_progress) -> 
         workspace.provisioned_at = timezone.now()
         workspace.save(update_fields=["status", "provisioned_at"])
         for repository in repositories:
-            enqueue("brain.derive", {"repository_id": repository.pk}, dedupe_key=str(repository.pk))
+            enqueue("brain.derive", {"repository_id": repository.pk})
     progress(100, f"Ready with {len(repositories)} repositories")
     return workspace

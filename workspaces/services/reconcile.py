@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.db.models.functions import Cast
+from django.db.models import OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from jobs import enqueue_many
-from jobs.models import ACTIVE, Job
+from jobs import enqueue_many, has_active_job
 from workspaces.models import WorkConnection
-from workspaces.services.work_items import SYNC_JOB, sync_key
+from workspaces.services.work_items import SYNC_JOB
 
 STALE_AFTER = timedelta(minutes=15)
 
@@ -23,15 +21,10 @@ STALE_AFTER = timedelta(minutes=15)
 def due_connections(now: datetime | None = None) -> QuerySet[WorkConnection]:
     """Active connections never synced or synced before the cutoff, with no sync queued or running."""
     cutoff = (now or timezone.now()) - STALE_AFTER
-    pending = Job.objects.filter(
-        type=SYNC_JOB,
-        status__in=ACTIVE,
-        dedupe_key=Cast(OuterRef("pk"), output_field=Job._meta.get_field("dedupe_key")),
-    )
     return (
         WorkConnection.objects.filter(active=True)
         .filter(Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=cutoff))
-        .exclude(Exists(pending))
+        .exclude(has_active_job(SYNC_JOB, connection_id=OuterRef("pk")))
         .order_by("id")
     )
 
@@ -39,14 +32,10 @@ def due_connections(now: datetime | None = None) -> QuerySet[WorkConnection]:
 def enqueue_due_syncs(now: datetime | None = None) -> int:
     """Returns how many syncs were queued.
 
-    The filter keeps the count honest; the dedupe key (the connection id) is what makes a
-    concurrent "Sync now" or a second reconcile unable to add a twin.
+    The filter keeps the count honest; the sync's dedupe key (its connection) is what
+    makes a concurrent "Sync now" or a second reconcile unable to add a twin.
     """
     ids = list(due_connections(now).values_list("id", flat=True))
     if not ids:
         return 0
-    return enqueue_many(
-        SYNC_JOB,
-        [{"connection_id": pk} for pk in ids],
-        dedupe_keys=[sync_key(pk) for pk in ids],
-    )
+    return enqueue_many(SYNC_JOB, [{"connection_id": pk} for pk in ids])

@@ -12,8 +12,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from jobs import enqueue
-from jobs.models import Job
+from jobs import Job, enqueue
 from workspaces.models import SourceItem, WorkConnection
 from workspaces.providers import work_tracker
 from workspaces.services import Progress, load, no_progress
@@ -24,14 +23,10 @@ logger = logging.getLogger("workspaces.sync")
 SYNC_JOB = "workmanagement.sync"
 
 
-def sync_key(connection_id: int) -> str:
-    """The dedupe key of a connection's sync: at most one queued or running per connection."""
-    return str(connection_id)
-
-
 def request_sync(connection: WorkConnection) -> Job:
-    """ "Sync now" and webhooks: enqueue a sync unless one is already queued or running."""
-    return enqueue(SYNC_JOB, {"connection_id": connection.pk}, dedupe_key=sync_key(connection.pk))
+    """ "Sync now" and webhooks: enqueue a sync unless one is already queued or running
+    (the sync's dedupe key is its connection)."""
+    return enqueue(SYNC_JOB, {"connection_id": connection.pk})
 
 
 def sync_connection(

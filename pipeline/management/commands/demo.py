@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.models import Job
+import jobs
 from pipeline import blobs, switch
 from pipeline.intake import PROCESS_JOB
 from pipeline.models import EmailMessage
@@ -89,16 +89,12 @@ class Command(BaseCommand):
             blobs.digest(path.read_bytes()) for path in sorted(DEMO_MAIL.glob("*.eml")) if path.stat().st_size
         ]
         emails = EmailMessage.objects.filter(sha256__in=shas).order_by("id").prefetch_related("attachments")
-        jobs_by_key = {}
-        for job in Job.objects.filter(
-            type=PROCESS_JOB, dedupe_key__in=[email.dedupe_key for email in emails]
-        ).order_by("id"):
-            jobs_by_key[job.dedupe_key] = job  # the latest job per email
+        latest_jobs = {email.pk: jobs.latest_job(PROCESS_JOB, email_id=email.pk) for email in emails}
         header = f"   {'#':>3}  {'file':<30} {'subject':<36} {'status':<18} {'labels':<17} job"
         self.stdout.write(header)
         self.stdout.write("   " + "-" * (len(header) - 3))
         for email in emails:
-            job = jobs_by_key.get(email.dedupe_key)
+            job = latest_jobs[email.pk]
             job_text = f"#{job.pk} {job.status} (try {job.attempts}/{job.max_attempts})" if job else "-"
             if job and job.error:
                 job_text += f": {job.error[:60]}"
@@ -119,9 +115,10 @@ class Command(BaseCommand):
             )
             for extra in extras:
                 self.stdout.write(f"   {'':>3}  {'':<30} └ {extra}")
-        statuses = {}
-        for job in jobs_by_key.values():
-            statuses[job.status] = statuses.get(job.status, 0) + 1
+        statuses: dict[str, int] = {}
+        for job in latest_jobs.values():
+            if job is not None:
+                statuses[job.status] = statuses.get(job.status, 0) + 1
         self.stdout.write(
             "\n   Jobs: "
             + ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))

@@ -1,6 +1,6 @@
 """``manage.py reconcile`` (every 15 minutes): queue syncs for stale work connections."""
 
-from jobs.management.timer_command import TimerCommand
+from jobs import TimerCommand
 
 
 class Command(TimerCommand):

@@ -1,6 +1,6 @@
 """``manage.py trial_sweep`` (hourly): email organizations whose trial ends within 3 days."""
 
-from jobs.management.timer_command import TimerCommand
+from jobs import TimerCommand
 
 
 class Command(TimerCommand):

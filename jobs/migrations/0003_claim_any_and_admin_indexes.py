@@ -1,15 +1,32 @@
-"""The admin page's needs: its verbose names, and the indexes its queries rely on.
+"""The claim index of a lane serving several queues, and the admin page's needs: its
+verbose names and the indexes its queries rely on.
 
-Each index's comment (in jobs/models.py) says which query of jobs/admin.py it serves.
+Each index's comment (in jobs/models.py) says which query it serves. This migration
+replaces two that were both numbered 0003 (``0003_claim_any_index``, then
+``0003_admin_indexes``); a database that applied them is recorded as having applied this
+one and runs nothing again.
 """
 
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("platform", "0003_claim_any_index")]
+    replaces = [
+        ("platform", "0003_claim_any_index"),
+        ("platform", "0003_admin_indexes"),
+    ]
+
+    dependencies = [("platform", "0002_notify_trigger")]
 
     operations = [
+        migrations.AddIndex(
+            model_name="job",
+            index=models.Index(
+                condition=models.Q(("status", "queued")),
+                fields=["priority", "run_at", "id"],
+                name="jobs_claim_any",
+            ),
+        ),
         migrations.AlterModelOptions(
             name="job",
             options={

@@ -1,0 +1,92 @@
+"""Declaring a job type: ``@job`` and the function it returns.
+
+@job("repository.ingest", queue="ingestion", attempts=3, dedupe="repository:{repository_id}")
+def ingest_repository(ctx: JobContext, *, repository_id: int) -> None: ...
+
+ingest_repository.enqueue(repository_id=7)
+ingest_repository.using(priority="high").enqueue(repository_id=7)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from jobs import registry, store
+from jobs.context import JobContext
+from jobs.keys import KeyTemplate
+from jobs.models import Job
+from jobs.registry import DEFAULT_BACKOFF, DEFAULT_BACKOFF_CAP, JobType
+
+
+@dataclass(frozen=True)
+class JobFunction:
+    """What ``@job`` returns: the plain function, plus ``enqueue`` and ``using``."""
+
+    job_type: JobType
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self, ctx: JobContext, **payload: Any) -> Any:
+        return self.job_type.func(ctx, **payload)
+
+    @property
+    def name(self) -> str:
+        return self.job_type.name
+
+    def using(
+        self,
+        *,
+        priority: str | None = None,
+        run_at: datetime | None = None,
+        dedupe_key: str | None = None,
+    ) -> JobFunction:
+        """A copy that enqueues with these options (never another queue)."""
+        given = {"priority": priority, "run_at": run_at, "dedupe_key": dedupe_key}
+        merged = {**self.options, **{key: value for key, value in given.items() if value is not None}}
+        return replace(self, options=merged)
+
+    def enqueue(self, **payload: Any) -> Job:
+        return store.enqueue(self.job_type.name, payload, **self.options)
+
+
+def _not_declared_yet(ctx: JobContext, **payload: Any) -> None:
+    raise NotImplementedError
+
+
+def job(
+    name: str,
+    *,
+    queue: str = "default",
+    attempts: int = 3,
+    backoff: tuple[float, ...] = DEFAULT_BACKOFF,
+    backoff_cap: float = DEFAULT_BACKOFF_CAP,
+    timeout: float | None = None,
+    priority: str = "normal",
+    dedupe: str | None = None,
+) -> Callable[[Callable[..., Any]], JobFunction]:
+    """Declare a job type. The name is stored in rows: never rename one, add a new one.
+
+    ``dedupe`` is the type's key template, e.g. ``"email:{email_id}"``: at most one job per
+    key is queued or running, and enqueue derives the key from the payload.
+    """
+    # Built here, so a bad declaration fails where it is written, before decorating.
+    declared = JobType(
+        name=name,
+        func=_not_declared_yet,
+        queue=queue,
+        attempts=attempts,
+        backoff=tuple(backoff),
+        backoff_cap=backoff_cap,
+        timeout=timeout,
+        priority=priority,
+        dedupe=KeyTemplate(dedupe) if dedupe is not None else None,
+    )
+
+    def register(func: Callable[..., Any]) -> JobFunction:
+        job_type = replace(declared, func=func)
+        registry.register(job_type)
+        return JobFunction(job_type)
+
+    return register
