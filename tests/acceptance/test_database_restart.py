@@ -20,8 +20,8 @@ from django.db.models import Count
 
 import jobs
 from jobs.models import Job, Status
-from tests.conftest import wait_for
 from tests.jobs_app.models import Execution
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

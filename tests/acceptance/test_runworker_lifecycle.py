@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from jobs import store
 from jobs.models import Job, JobAttempt, Status
-from tests.acceptance.conftest import wait_file, wait_log, wait_registered, wait_status
-from tests.conftest import wait_for
 from tests.jobs_app.models import Execution
+from tests.support.job_states import wait_status
+from tests.support.waiting import wait_file, wait_for
+from tests.support.workers import wait_log, wait_registered
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,8 @@ from django.db import connections
 from jobs import store
 from jobs.models import Job, Status
 from tests.admin_jobs import PAGE, PASSWORD, make_failed, make_operator, make_viewer
-from tests.conftest import ARTIFACTS, wait_for
+from tests.support.paths import ARTIFACTS
+from tests.support.waiting import wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

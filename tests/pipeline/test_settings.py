@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 SETUP = "import django; django.setup(); from django.conf import settings; print(settings.STORAGES['blobs']['BACKEND'])"
 
