@@ -1,18 +1,53 @@
 """Shared fixtures: real PostgreSQL (pytest-django's test database) and real
-``manage.py runworker`` processes pointed at it.
+``manage.py runworker`` processes pointed at it; the rule that keeps ``make test-fast`` fast.
 
-Code the tests share lives in ``tests/support/``; this file holds fixtures only.
+Code the tests share lives in ``tests/support/``; this file holds fixtures and hooks only.
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
+from django.db.backends.postgresql.operations import DatabaseOperations
 
+from tests.support.database import flush_by_delete
 from tests.support.workers import WorkerProcess, worker_environment
 
 pytest_plugins = ["tests.moto_server"]
+
+# A test using one of these starts a process, a server or a browser: it is slow, whatever
+# its module says. Tests that start a process themselves carry ``pytest.mark.slow``.
+SLOW_FIXTURES = frozenset({"start_worker", "moto_server", "moto_reset", "live_server", "browser"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))  # every fixture it needs, directly or not
+        if uses & SLOW_FIXTURES or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _processes_only_in_slow_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked slow may not start a process: ``make test-fast`` leaves out slow
+    tests, and a forgotten mark would make it slow again without anybody noticing."""
+    if request.node.get_closest_marker("slow"):
+        return
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{request.node.nodeid} starts a process: mark it pytest.mark.slow")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_by_delete() -> Iterator[None]:
+    """Transactional tests empty the tables after themselves with DELETE (see flush_by_delete)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DatabaseOperations, "sql_flush", flush_by_delete(DatabaseOperations.sql_flush))
+        yield
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import pytest
 
 from tests.support.paths import ROOT
 
+pytestmark = pytest.mark.slow  # every test starts a Python process
+
 SETUP = "import django; django.setup(); from django.conf import settings; print(settings.STORAGES['blobs']['BACKEND'])"
 
 
