@@ -65,7 +65,7 @@ format: venv-dev
 	$(VENV)/bin/ruff check --fix .
 
 bench: venv postgres
-	DATABASE_URL=$(PG_DSN) $(PY) bench/throughput.py
+	DATABASE_URL=$(PG_DSN) $(PY) -m bench.throughput
 
 clean:
 	rm -rf $(VENV) var tests/artifacts

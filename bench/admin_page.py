@@ -1,7 +1,6 @@
 """How fast the "Background jobs" admin page answers with a million jobs in the table.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/jp_admin_bench \\
-    DJANGO_SETTINGS_MODULE=config.settings_test .venv/bin/python bench/admin_page.py
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/jp_admin_bench .venv/bin/python -m bench.admin_page
 
 Fills ``jobs_job`` with --jobs rows (default 1,000,000; mostly succeeded, 1 % failed, a few
 hundred queued and running) in one INSERT … SELECT generate_series, runs VACUUM ANALYZE as
@@ -16,130 +15,13 @@ database of your own. --keep reuses a table that already holds --jobs rows.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_test")
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jp_admin_bench")
-
-import django  # noqa: E402
-
-django.setup()
-
-from django.contrib.auth.models import Permission, User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.test import Client  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
-
-from jobs.admin import REFRESH_HEADER, status_counts  # noqa: E402
+from bench.lib import project
 
 TARGET_MS = 300.0
 PAGE = "/admin/platform/job/"
-
-# (type, queue): the eleven types of the jobs page, plus the email pipeline's job.
-TYPES = [
-    ("repository.ingest", "ingestion"),
-    ("repository.analyse", "ai"),
-    ("ai.workflow", "ai"),
-    ("pullrequest.sync", "default"),
-    ("checks.sync", "default"),
-    ("workmanagement.sync", "default"),
-    ("brain.derive", "ai"),
-    ("decisions.mine", "ai"),
-    ("workspace.provision", "ingestion"),
-    ("capsules.retrospective", "ingestion"),
-    ("retention.purge", "default"),
-    ("email.process", "mail"),
-]
-
-# One statement: row g is job g. The newest 300 are active (20 running, 280 queued, a third
-# of those waiting for a retry); of the rest 1 % failed, 0.4 % cancelled, all else succeeded.
-FILL = """
-INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, attempts,
-                      max_attempts, created_at, started_at, finished_at, heartbeat_at,
-                      locked_by, progress, progress_message, error, message)
-SELECT t.type, t.queue, 2, s.status,
-       jsonb_build_object('object_id', g),
-       CASE WHEN t.type = 'email.process' THEN 'email:' || g END,
-       CASE WHEN s.status = 'queued' AND g %% 3 = 0 THEN now() + interval '2 minutes'
-            ELSE created END,
-       CASE s.status WHEN 'failed' THEN 3 WHEN 'succeeded' THEN 1 WHEN 'running' THEN 1
-                     WHEN 'queued' THEN (g %% 3 = 0)::int ELSE 0 END,
-       3, created,
-       CASE WHEN s.status IN ('succeeded', 'failed', 'running') THEN created + interval '1 second' END,
-       CASE WHEN s.status IN ('succeeded', 'failed') THEN created + interval '1 second' + (g %% 50) * interval '100 ms'
-            WHEN s.status = 'cancelled' THEN created + interval '5 seconds' END,
-       CASE WHEN s.status = 'running' THEN now() END,
-       CASE WHEN s.status IN ('succeeded', 'failed', 'running') THEN 'bench-host:' || (g %% 4) END,
-       CASE WHEN s.status = 'running' THEN g %% 100 WHEN s.status = 'succeeded' THEN 100 END,
-       CASE WHEN s.status = 'running' THEN 'step ' || (g %% 10) || ' of 10' ELSE '' END,
-       CASE WHEN s.status = 'failed' OR (s.status = 'queued' AND g %% 3 = 0)
-            THEN 'ConnectionError: upstream timed out' ELSE '' END,
-       CASE WHEN s.status = 'cancelled' THEN 'Cancelled.' ELSE '' END
-  FROM generate_series(1, %(n)s) AS g
- CROSS JOIN LATERAL (SELECT now() - (%(n)s - g) * interval '100 ms' AS created) AS c
- CROSS JOIN LATERAL (
-        SELECT CASE WHEN g > %(n)s - 280 THEN 'queued'
-                    WHEN g > %(n)s - 300 THEN 'running'
-                    WHEN g %% 100 = 7 THEN 'failed'
-                    WHEN g %% 250 = 11 THEN 'cancelled'
-                    ELSE 'succeeded' END AS status) AS s
- CROSS JOIN LATERAL (SELECT (ARRAY[{types}])[1 + g %% {count}] AS type,
-                            (ARRAY[{queues}])[1 + g %% {count}] AS queue) AS t
-"""
-
-ATTEMPTS = """
-INSERT INTO jobs_attempt (job_id, type, attempt, worker, started_at, failed_at, error_class,
-                          error, traceback, outcome)
-SELECT id, type, a, coalesce(locked_by, 'bench-host:0'), started_at, coalesce(finished_at, now()), 'ConnectionError',
-       'upstream timed out', 'Traceback (most recent call last):\n  File "x.py", line 1\nConnectionError',
-       CASE WHEN a = attempts AND status = 'failed' THEN 'failed' ELSE 'queued' END
-  FROM jobs_job CROSS JOIN LATERAL generate_series(1, attempts) AS a
- WHERE status = 'failed' OR (status = 'queued' AND attempts > 0)
-"""
-
-
-def fill(n: int) -> None:
-    types = ", ".join(f"'{name}'" for name, _ in TYPES)
-    queues = ", ".join(f"'{queue}'" for _, queue in TYPES)
-    statement = FILL.format(types=types, queues=queues, count=len(TYPES))
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE jobs_job, jobs_attempt, jobs_worker RESTART IDENTITY CASCADE")
-        cursor.execute(statement, {"n": n})
-        cursor.execute(ATTEMPTS)
-        cursor.execute("VACUUM ANALYZE jobs_job")
-        cursor.execute("VACUUM ANALYZE jobs_attempt")
-    print(f"filled {n:,} jobs in {time.perf_counter() - started:.1f} s (then VACUUM ANALYZE)")
-
-
-def operator() -> User:
-    user, _ = User.objects.get_or_create(username="bench-operator", defaults={"is_staff": True})
-    user.user_permissions.set(
-        Permission.objects.filter(
-            content_type__app_label="platform", codename__in=["view_jobs", "change_job"]
-        )
-    )
-    return user
-
-
-def time_view(client: Client, url: str, runs: int, headers: dict[str, str] | None = None) -> list[float]:
-    timings = []
-    for attempt in range(runs + 1):
-        started = time.perf_counter()
-        response = client.get(url, headers=headers or {})
-        elapsed = (time.perf_counter() - started) * 1000
-        if response.status_code != 200:
-            raise SystemExit(f"{url} answered {response.status_code}")
-        if attempt:  # the first run warms caches and the connection
-            timings.append(elapsed)
-    return timings
 
 
 def main() -> None:
@@ -151,14 +33,24 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="reuse the table if it holds --jobs rows")
     args = parser.parse_args()
 
+    project.setup("jp_admin_bench")
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from bench.lib import fill
+    from bench.lib.admin import operator, time_view
+    from jobs.admin import REFRESH_HEADER, status_counts
+    from jobs.models import Job
+
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM jobs_job")
         present = cursor.fetchone()[0]
     if not (args.keep and present == args.jobs):
-        fill(args.jobs)
-
-    from jobs.models import Job
+        seconds = fill.admin_mix(args.jobs)
+        print(f"filled {args.jobs:,} jobs in {seconds:.1f} s (then VACUUM ANALYZE)")
 
     failed_id = Job.objects.filter(status="failed").order_by("-id").values_list("id", flat=True).first()
     key = (

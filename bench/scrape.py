@@ -1,7 +1,6 @@
 """What one measurement of the scaling signals costs with a big jobs table.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/jp_scrape_bench \\
-    DJANGO_SETTINGS_MODULE=config.settings_test .venv/bin/python bench/scrape.py
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/jp_scrape_bench .venv/bin/python -m bench.scrape
 
 Fills ``jobs_job`` in one INSERT … SELECT generate_series with --finished rows (1 % failed
 for good, the rest succeeded, finished over the last day in id order), --due queued jobs
@@ -16,28 +15,20 @@ database of your own.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_test")
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jp_scrape_bench")
+from bench.lib import project
 
-import django  # noqa: E402
+project.setup("jp_scrape_bench")
 
-django.setup()
+from django.conf import settings  # noqa: E402 - after project.setup()
+from django.core.management import call_command  # noqa: E402 - after project.setup()
+from django.db import connection  # noqa: E402 - after project.setup()
+from django.test import Client  # noqa: E402 - after project.setup()
+from django.test.utils import CaptureQueriesContext  # noqa: E402 - after project.setup()
 
-from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.test import Client  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
-
-from jobs import metrics  # noqa: E402
+from jobs import metrics  # noqa: E402 - after project.setup()
 
 QUEUES = "ARRAY['default', 'ingestion', 'ai', 'mail']"
 

@@ -1,104 +1,59 @@
 """Shared fixtures: real PostgreSQL (pytest-django's test database) and real
-``manage.py runworker`` processes pointed at it."""
+``manage.py runworker`` processes pointed at it; the rule that keeps ``make test-fast`` fast.
+
+Code the tests share lives in ``tests/support/``; this file holds fixtures and hooks only.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
-from django.conf import settings
+from django.db.backends.postgresql.operations import DatabaseOperations
 
-ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "tests" / "artifacts"
+from tests.support.database import flush_by_delete
+from tests.support.workers import WorkerProcess, worker_environment
 
+pytest_plugins = ["tests.moto_server"]
 
-def wait_for(
-    condition: Callable[[], object], timeout: float = 20.0, interval: float = 0.05, message: str = ""
-):
-    """Poll ``condition`` until it returns something truthy, or fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"Timed out after {timeout}s waiting for {message or condition}")
-        time.sleep(interval)
+# A test using one of these starts a process, a server or a browser: it is slow, whatever
+# its module says. Tests that start a process themselves carry ``pytest.mark.slow``.
+SLOW_FIXTURES = frozenset({"start_worker", "moto_server", "moto_reset", "live_server", "browser"})
 
 
-def database_url() -> str:
-    db = settings.DATABASES["default"]
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))  # every fixture it needs, directly or not
+        if uses & SLOW_FIXTURES or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
 
 
-class WorkerProcess:
-    """A ``manage.py runworker`` subprocess with its log captured to a file."""
+@pytest.fixture(autouse=True)
+def _processes_only_in_slow_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked slow may not start a process: ``make test-fast`` leaves out slow
+    tests, and a forgotten mark would make it slow again without anybody noticing."""
+    if request.node.get_closest_marker("slow"):
+        return
 
-    def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
-        self.log_path = log_path
-        self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "runworker", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so killpg reaches its children
-        )
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{request.node.nodeid} starts a process: mark it pytest.mark.slow")
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+    monkeypatch.setattr(subprocess, "Popen", refuse)
 
-    def log(self) -> str:
-        return self.log_path.read_text()
 
-    def signal(self, signum: int) -> None:
-        self.process.send_signal(signum)
-
-    def kill_all(self) -> None:
-        """SIGKILL the supervisor and its children at once: a machine losing the task."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def wait(self, timeout: float = 30.0) -> int:
-        return self.process.wait(timeout=timeout)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill_all()
-        self._log.close()
+@pytest.fixture(scope="session", autouse=True)
+def _flush_by_delete() -> Iterator[None]:
+    """Transactional tests empty the tables after themselves with DELETE (see flush_by_delete)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DatabaseOperations, "sql_flush", flush_by_delete(DatabaseOperations.sql_flush))
+        yield
 
 
 @pytest.fixture
 def worker_env() -> dict[str, str]:
     """Environment for subprocesses: the test database and short timings."""
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "config.settings_test",
-            "DATABASE_URL": database_url(),
-            "JOBS_HEARTBEAT_INTERVAL": "0.5",
-            "JOBS_WORKER_LEASE": "3",
-            "JOBS_REAP_AFTER": "5",
-            "JOBS_PROGRESS_INTERVAL": "0.1",
-            "LOG_LEVEL": "INFO",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    return env
+    return worker_environment()
 
 
 @pytest.fixture
@@ -116,6 +71,3 @@ def start_worker(worker_env, tmp_path) -> Iterator[Callable[..., WorkerProcess]]
     yield start
     for worker in started:
         worker.stop()
-
-
-pytest_plugins = ["tests.moto_server"]

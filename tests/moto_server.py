@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.support.waiting import wait_for
 
 
 def _free_port() -> int:

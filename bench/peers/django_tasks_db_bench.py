@@ -1,14 +1,15 @@
 """django-tasks-db on bench/throughput.py's workload, in database ``bench_django_tasks``.
 
-Run by bench/compare.py with bench/.peers-venv's Python (``--runs``, ``--jobs``); it prints
-one ``RESULT {json}`` line. Settings: bench/peers/dtdb_settings.py (persistent connections).
+Run by bench/compare.py with bench/.peers-venv's Python from the project root
+(``python -m bench.peers.django_tasks_db_bench --runs 1 --jobs N``); it prints one
+``RESULT {json}`` line. Settings: bench/peers/dtdb_settings.py (persistent connections).
 It recreates its database and migrates, then each measurement starts from an empty task
 table (TRUNCATE). Per run:
 
 - drain: starts 2 ``db_worker`` processes (default 1 s polling, ``--verbosity 0``), waits
   until both are connected, enqueues ``--jobs`` no-op tasks with ``Task.enqueue`` in one
   transaction and measures jobs/s from its commit until no task is READY or RUNNING
-  (``common.time_drain``), then checks they all succeeded. The workers' next poll can be up
+  (``harness.time_drain``), then checks they all succeeded. The workers' next poll can be up
   to 1 s away, so the figure includes that idling, as the engine's own drain includes its
   wake-up;
 - wake-up: one worker, 200 tasks enqueued one by one 20 ms apart; the task appends its start
@@ -25,26 +26,19 @@ import sys
 import tempfile
 import time
 from importlib.metadata import version
-from pathlib import Path
 
-from common import (
-    Database,
-    Pool,
-    emit,
-    harness_arguments,
-    percentile,
-    read_stamps,
-    recreate_database,
-    report_run,
-    time_drain,
-    wait_until,
-)
+from bench.lib.harness import emit, harness_arguments, read_stamps, report_run, time_drain
+from bench.lib.postgres import Database, recreate_database
+from bench.lib.processes import Pool
+from bench.lib.project import ROOT
+from bench.lib.stats import percentile
+from bench.lib.waiting import wait_until
 
-HERE = Path(__file__).resolve().parent
+SETTINGS = "bench.peers.dtdb_settings"
 DATABASE = "bench_django_tasks"
 WORKER_APPLICATION_NAME = "dtdb-worker"
 
-os.environ["DJANGO_SETTINGS_MODULE"] = "dtdb_settings"
+os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS
 os.environ.setdefault("BENCH_APPLICATION_NAME", "dtdb-bench")
 
 import django  # noqa: E402
@@ -73,11 +67,10 @@ def workers(db: Database, count: int) -> Pool:
     command = [sys.executable, "-m", "django", "db_worker", "--verbosity", "0", "--no-reload"]
     env = {
         **os.environ,
-        "PYTHONPATH": str(HERE),
-        "DJANGO_SETTINGS_MODULE": "dtdb_settings",
+        "DJANGO_SETTINGS_MODULE": SETTINGS,
         "BENCH_APPLICATION_NAME": WORKER_APPLICATION_NAME,
     }
-    pool = Pool([command] * count, HERE, env)
+    pool = Pool([command] * count, ROOT, env)
     try:
         wait_until(
             lambda: pool.alive() and db.sessions(WORKER_APPLICATION_NAME) >= count,
@@ -96,7 +89,8 @@ def unfinished(db: Database) -> int:
 
 def drain(db: Database, count: int) -> float:
     from django.db import transaction
-    from dtdb_tasks import noop
+
+    from bench.peers.dtdb_tasks import noop
 
     reset(db)
     with workers(db, 2) as pool:
@@ -111,7 +105,7 @@ def drain(db: Database, count: int) -> float:
 
 
 def wake_up(db: Database, samples: int, gap: float) -> list[float]:
-    from dtdb_tasks import stamp_task
+    from bench.peers.dtdb_tasks import stamp_task
 
     reset(db)
     handle, path = tempfile.mkstemp(suffix=".stamps")

@@ -1,7 +1,8 @@
 """The django-tasks-db harness's tasks: a no-op, and a stamp for wake-up latency."""
 
-from common import stamp
 from django.tasks import task
+
+from bench.lib.harness import stamp
 
 
 @task

@@ -1,8 +1,10 @@
-"""Our engine on the comparison's workload, through bench/throughput.py's own functions.
+"""Our engine on the comparison's workload, through the same ``bench.lib.engine`` as
+bench/throughput.py.
 
-Run by bench/compare.py with the project venv's Python (``--runs``, ``--jobs``), against
-DATABASE_URL (default ``jp_compare``, created if missing, migrated); it prints one
-``RESULT {json}`` line. Per run, exactly what bench/throughput.py measures:
+Run by bench/compare.py with the project venv's Python, from the project root
+(``python -m bench.peers.ours_bench --runs 1 --jobs N``), against DATABASE_URL (default
+``jp_compare``, created if missing, migrated); it prints one ``RESULT {json}`` line. Per
+run, exactly what bench/throughput.py measures:
 
 - drain: ``drain(jobs, 2)``: 2 ``manage.py runworker`` processes at their default settings
   (concurrency 2, child-process isolation on, LOG_LEVEL=WARNING), ``jobs`` ``test.noop`` jobs
@@ -17,68 +19,43 @@ Any worker process still alive when it ends (a failed stop) is terminated, then 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import sys
-import time
-from pathlib import Path
+import subprocess
 
-from common import emit, ensure_database, harness_arguments, percentile, report_run
+from bench.lib import project
+from bench.lib.harness import emit, harness_arguments, report_run
+from bench.lib.postgres import ensure_database
+from bench.lib.processes import kill_leftovers
+from bench.lib.stats import percentile
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DATABASE = "jp_compare"
-os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DEFAULT_DATABASE}")
-os.chdir(ROOT)
-
-
-def kill_leftovers(grace: float = 20.0) -> None:
-    """Terminate, then kill, any process this harness left behind."""
-    from throughput import process_tree
-
-    leftovers = process_tree(os.getpid())[1:]
-    for pid in leftovers:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while leftovers and time.monotonic() < deadline:
-        leftovers = [pid for pid in leftovers if Path(f"/proc/{pid}").exists() and not zombie(pid)]
-        time.sleep(0.1)
-    for pid in leftovers:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 def main() -> None:
     args = harness_arguments(__doc__)
-
+    os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DEFAULT_DATABASE}")
     ensure_database(os.environ["DATABASE_URL"].rsplit("/", 1)[1].split("?")[0])
-    sys.path.insert(0, str(ROOT / "bench"))
-    import throughput
+    project.setup(DEFAULT_DATABASE)
+    from django.core.management import call_command
+
+    from bench.lib import engine  # needs Django set up
 
     try:
-        throughput.prepare_database()
+        call_command("migrate", verbosity=0)
         drains, p50, p95, bulks = [], [], [], []
         for run in range(args.runs):
-            drains.append(throughput.drain(args.jobs, 2))
-            latencies = throughput.wake_up(args.samples, 0.02)
+            drains.append(engine.drain(args.jobs, 2))
+            latencies = engine.wake_up(args.samples, 0.02)
             p50.append(percentile(latencies, 0.5))
             p95.append(percentile(latencies, 0.95))
-            bulks.append(throughput.enqueue_bulk(args.jobs))
+            bulks.append(engine.enqueue_bulk(args.jobs))
             report_run("ours", run, drains[-1], p50[-1], p95[-1], bulks[-1])
-        throughput.reset()
+        engine.reset()
     finally:
         kill_leftovers()
     emit(
         system="ours",
-        version=subprocess_output(["git", "describe", "--always", "--dirty"]),
+        version=git_version(),
         drain=drains,
         p50=p50,
         p95=p95,
@@ -87,10 +64,9 @@ def main() -> None:
     )
 
 
-def subprocess_output(command: list[str]) -> str:
-    import subprocess
-
+def git_version() -> str:
     try:
+        command = ["git", "describe", "--always", "--dirty"]
         return subprocess.run(command, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""

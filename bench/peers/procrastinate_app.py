@@ -1,5 +1,5 @@
 """The Procrastinate app and tasks of bench/peers/procrastinate_bench.py, in their own module
-so that the workers (``procrastinate --app procrastinate_app.app worker``) and the harness
+so that the workers (``procrastinate --app bench.peers.procrastinate_app.app worker``) and the harness
 import the same thing.
 
 Plain ``def`` tasks, as in a Django project (Procrastinate runs them in a thread);
@@ -9,7 +9,9 @@ PROCRASTINATE_BENCH_ASYNC=1 makes them ``async def``.
 import os
 
 import procrastinate
-from common import dsn, stamp
+
+from bench.lib.harness import stamp
+from bench.lib.postgres import dsn
 
 DATABASE = "bench_procrastinate"
 ASYNC = os.environ.get("PROCRASTINATE_BENCH_ASYNC") == "1"

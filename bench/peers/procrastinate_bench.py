@@ -1,13 +1,14 @@
 """Procrastinate on bench/throughput.py's workload, in database ``bench_procrastinate``.
 
-Run by bench/compare.py with bench/.peers-venv's Python (``--runs``, ``--jobs``); it prints
-one ``RESULT {json}`` line. It recreates its database and applies the schema, then each
+Run by bench/compare.py with bench/.peers-venv's Python from the project root
+(``python -m bench.peers.procrastinate_bench --runs 1 --jobs N``); it prints one
+``RESULT {json}`` line. It recreates its database and applies the schema, then each
 measurement starts from empty job tables (TRUNCATE). Per run:
 
 - drain: starts 2 ``procrastinate worker --concurrency 4`` processes (LISTEN/NOTIFY on, the
   default; log level WARNING like our workers), waits until both LISTEN, ``batch_defer``s
   ``--jobs`` no-op jobs in one call and measures jobs/s from the return of that call (its
-  commit) until no job is ``todo`` or ``doing`` (``common.time_drain``), then checks they
+  commit) until no job is ``todo`` or ``doing`` (``harness.time_drain``), then checks they
   all succeeded;
 - wake-up: one worker (concurrency 4), 200 jobs deferred one by one 20 ms apart; the task
   appends its start time next to the ``t0`` it was given (epoch seconds); p50 / p95 in ms;
@@ -25,23 +26,14 @@ import sys
 import tempfile
 import time
 from importlib.metadata import version
-from pathlib import Path
 
-from common import (
-    Database,
-    Pool,
-    emit,
-    harness_arguments,
-    percentile,
-    read_stamps,
-    recreate_database,
-    report_run,
-    time_drain,
-    wait_until,
-)
-from procrastinate_app import ASYNC, DATABASE, app, noop, stamp_task
-
-HERE = Path(__file__).resolve().parent
+from bench.lib.harness import emit, harness_arguments, read_stamps, report_run, time_drain
+from bench.lib.postgres import Database, recreate_database
+from bench.lib.processes import Pool
+from bench.lib.project import ROOT
+from bench.lib.stats import percentile
+from bench.lib.waiting import wait_until
+from bench.peers.procrastinate_app import ASYNC, DATABASE, app, noop, stamp_task
 
 
 def reset(db: Database) -> None:
@@ -58,15 +50,14 @@ def workers(db: Database, count: int, concurrency: int) -> Pool:
         "-m",
         "procrastinate",
         "--app",
-        "procrastinate_app.app",
+        "bench.peers.procrastinate_app.app",
         "--log-level",
         "warning",
         "worker",
         "--concurrency",
         str(concurrency),
     ]
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
-    pool = Pool([command] * count, HERE, env)
+    pool = Pool([command] * count, ROOT, {**os.environ})
     try:
         wait_until(lambda: pool.alive() and db.listeners() >= count, 60, "Procrastinate workers to LISTEN")
     except BaseException:

@@ -14,22 +14,24 @@ from django.utils import timezone
 
 from jobs import store
 from jobs.models import Job, JobAttempt, Status
-from tests.acceptance.conftest import wait_file, wait_log, wait_registered, wait_status
-from tests.conftest import wait_for
 from tests.jobs_app.models import Execution
+from tests.support.job_states import wait_status
+from tests.support.waiting import wait_file, wait_for
+from tests.support.workers import wait_log, wait_registered
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_notify__idle_worker_starts_a_job_within_one_second_with_polling_at_60s(start_worker):
-    start_worker("--concurrency", "1", "--poll-interval", "60", "--name", "listener")
+def test_notify__wakes_an_idle_worker_whose_next_poll_is_an_hour_away(start_worker):
+    start_worker("--concurrency", "1", "--poll-interval", "3600", "--name", "listener")
     wait_registered("listener")
     # A first job proves the worker is in its loop; after it the worker is idle and only a
-    # notification (the next poll is a minute away) can wake it.
-    wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED)
+    # notification can wake it: its next poll is an hour away, so a job that runs within
+    # the minute each wait allows was started by NOTIFY, however loaded the machine. How
+    # soon it starts is a figure of bench.throughput (idle wake-up), not asserted here.
+    wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=60)
     for _ in range(3):
-        job = wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=10)
-        assert job.started_at - job.created_at < timedelta(seconds=1)
+        wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=60)
 
 
 def test_lanes__an_ai_job_runs_while_the_default_lane_is_full(start_worker, tmp_path):

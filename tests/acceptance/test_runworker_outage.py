@@ -10,9 +10,11 @@ from django.conf import settings
 
 from jobs import store
 from jobs.models import JobAttempt, Status
-from tests.acceptance.conftest import wait_file, wait_log, wait_registered, wait_status
-from tests.acceptance.tcp_proxy import TcpProxy
 from tests.jobs_app.models import Execution
+from tests.support.job_states import wait_status
+from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_file
+from tests.support.workers import wait_log, wait_registered
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

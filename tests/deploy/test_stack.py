@@ -22,8 +22,8 @@ import pytest
 from django.core.management import get_commands
 
 from jobs import metrics
-from tests.conftest import wait_for
 from tests.deploy.cloudformation import SKIPPED_BY_MOTO, Template, container_overrides, create_skipped
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "deploy" / "worker-service.yaml"

@@ -15,8 +15,8 @@ import jobs
 from jobs import metrics
 from jobs.models import Job, Status, Worker
 from jobs.timers import run_timer, timers
-from tests.conftest import wait_for
 from tests.factories import JobFactory
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 

@@ -19,9 +19,10 @@ from django.db.models import OuterRef
 import jobs
 from jobs import store
 from jobs.models import Job, Status
-from tests.conftest import wait_for
-from tests.integration.conftest import claim_one, raw_connection
 from tests.jobs_app.tasks import keyed
+from tests.support.database import raw_connection
+from tests.support.job_states import claim_one
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 

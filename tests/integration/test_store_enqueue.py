@@ -16,9 +16,10 @@ from django.utils import timezone
 from jobs import sql, store
 from jobs.errors import InvalidPayload, UnknownJobType
 from jobs.models import Job, Status
-from tests.conftest import wait_for
-from tests.integration.conftest import claim_one, raw_connection
 from tests.jobs_app.tasks import ai_work, noop
+from tests.support.database import raw_connection
+from tests.support.job_states import claim_one
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from jobs import store
 from jobs.errors import InvalidTransition
 from jobs.models import Job, JobAttempt, Status
 from jobs.worker import child
-from tests.integration.conftest import claim_one, make_due
+from tests.support.job_states import claim_one, make_due
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ import pytest
 
 from jobs import store
 from jobs.models import Job, Status
-from tests.integration.conftest import claim_one, make_silent
+from tests.support.job_states import claim_one, make_silent
 
 pytestmark = pytest.mark.django_db
 

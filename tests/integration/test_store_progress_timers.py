@@ -16,8 +16,8 @@ from jobs import store, timers
 from jobs.context import JobContext
 from jobs.models import Job
 from jobs.worker.child import ProgressReporter
-from tests.conftest import wait_for
-from tests.integration.conftest import claim_one, make_silent
+from tests.support.job_states import claim_one, make_silent
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 

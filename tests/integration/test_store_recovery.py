@@ -15,7 +15,7 @@ from django.utils import timezone
 from jobs import store
 from jobs.errors import InvalidTransition
 from jobs.models import Job, JobAttempt, Status, Worker
-from tests.integration.conftest import claim_one, make_silent
+from tests.support.job_states import claim_one, make_silent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

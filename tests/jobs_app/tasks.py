@@ -21,10 +21,20 @@ def record(ctx: JobContext, *, sleep: float = 0.0) -> None:
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
 
 
+def _wait_for_gate(gate: str, longest: float = 60.0) -> None:
+    """Hold the job until the test creates the file ``gate`` (at most ``longest`` seconds,
+    so that a failed test does not leave it running)."""
+    deadline = time.monotonic() + longest
+    while not Path(gate).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 @job("test.sleep", queue="default", attempts=3)
-def sleep(ctx: JobContext, *, seconds: float, marker: str = "") -> None:
+def sleep(ctx: JobContext, *, seconds: float, marker: str = "", gate: str = "") -> None:
     if marker:
         Path(marker).write_text(str(os.getpid()))
+    if gate:
+        _wait_for_gate(gate)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         time.sleep(0.02)
@@ -57,11 +67,12 @@ def flaky(ctx: JobContext, *, fail_times: int) -> None:
 
 @job("test.progress", queue="default", attempts=1)
 def progress(ctx: JobContext, *, steps: int = 5, pause: float = 0.6, gate: str = "") -> None:
+    """Reports each of ``steps``; with ``gate``, holds after the first until the file exists."""
     for step in range(1, steps + 1):
         ctx.progress(step * 100 // steps, f"step {step} of {steps}")
         time.sleep(pause)
-        if gate and not Path(gate).exists():
-            pass
+        if gate:
+            _wait_for_gate(gate)
 
 
 @job("test.slow", queue="default", attempts=3, timeout=0.5, backoff=(0.1,))

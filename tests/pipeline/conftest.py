@@ -1,12 +1,15 @@
 """Fixtures for the pipeline tests: a private blob folder (shared with the workers the
-test starts), model calls on, and small helpers to look at rows."""
+test starts), model calls on, and a model endpoint that never answers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.core.files.storage import FileSystemStorage
+
+from tests.support.servers import SilentServer
 
 
 @pytest.fixture(autouse=True)
@@ -36,3 +39,11 @@ def worker_env(worker_env: dict[str, str], blob_root: Path) -> dict[str, str]:
         "MODEL_PROVIDER": "local",
         "MODEL_CALLS_DEFAULT": "true",
     }
+
+
+@pytest.fixture
+def silent_server() -> Iterator[SilentServer]:
+    """A model endpoint that accepts connections and never answers."""
+    server = SilentServer()
+    yield server
+    server.close()

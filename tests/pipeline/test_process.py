@@ -3,9 +3,6 @@ outage, model timeout, invalid model answer (botocore Stubber), an unexpected ex
 
 from __future__ import annotations
 
-import socket
-import threading
-
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -14,8 +11,10 @@ from django.db import OperationalError, connection
 from pipeline import classify, intake, process, search, switch
 from pipeline.errors import EmailMissing, ModelCallError
 from pipeline.models import EmailMessage, ErrorLogEntry, IndexRecord, Origin, PipelineRun, RunOutcome, Status
-from tests.conftest import wait_for
 from tests.pipeline import corpus
+from tests.support.concurrency import run_at_once
+from tests.support.servers import SilentServer
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -76,22 +75,8 @@ def test_process__email_without_message_id_gets_a_content_origin():
 
 @pytest.mark.django_db(transaction=True)
 def test_process__two_copies_at_once_end_with_one_origin():
-    emails = [_email(corpus.plain()), _email(corpus.duplicate_of_plain())]
-    barrier = threading.Barrier(2)
-    outcomes: list[str] = []
-
-    def run(email_id: int) -> None:
-        try:
-            barrier.wait(timeout=10)
-            outcomes.append(process.process_email(email_id))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(email.pk,)) for email in emails]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    first, copy = _email(corpus.plain()), _email(corpus.duplicate_of_plain())
+    outcomes = run_at_once(lambda: process.process_email(first.pk), lambda: process.process_email(copy.pk))
     assert sorted(outcomes) == ["duplicate", "labelled"]
     origin = Origin.objects.get()
     assert EmailMessage.objects.get(status=Status.DUPLICATE).origin_id == origin.email_id
@@ -216,44 +201,16 @@ def test_bedrock__a_service_error_is_a_model_call_error(bedrock):
         process.process_email(_email().pk)
 
 
-@pytest.fixture
-def silent_server():
-    """A TCP server that accepts connections and never answers: a model that hangs."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                accepted.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}", accepted
-    stop.set()
-    thread.join(timeout=5)
-    for conn in accepted:
-        conn.close()
-    server.close()
-
-
-def test_model_timeout__is_a_model_call_error(settings, silent_server, monkeypatch):
-    endpoint, accepted = silent_server
+def test_model_timeout__is_a_model_call_error(settings, silent_server: SilentServer, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
     settings.MODEL_PROVIDER = "bedrock"
-    settings.BEDROCK_ENDPOINT_URL = endpoint
+    settings.BEDROCK_ENDPOINT_URL = silent_server.url
     settings.MODEL_TIMEOUT = 0.3
     email = _email()
     with pytest.raises(ModelCallError, match="timed out"):
         process.process_email(email.pk)
-    wait_for(lambda: accepted, timeout=5, message="the model call reached the server")
+    wait_for(lambda: silent_server.accepted, timeout=5, message="the model call reached the server")
     email.refresh_from_db()
     assert email.status == Status.FAILED
     assert ErrorLogEntry.objects.get().error_class == "pipeline.errors.ModelCallError"

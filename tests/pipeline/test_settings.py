@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.slow  # every test starts a Python process
 
 SETUP = "import django; django.setup(); from django.conf import settings; print(settings.STORAGES['blobs']['BACKEND'])"
 

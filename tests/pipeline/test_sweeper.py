@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from jobs import jobs_for
@@ -17,6 +15,7 @@ from pipeline import intake, process, sweeper, switch
 from pipeline.models import EmailMessage, PipelineRun, RunOutcome
 from pipeline.tasks import sweep_emails_now
 from tests.pipeline import corpus
+from tests.support.concurrency import run_at_once
 
 pytestmark = pytest.mark.django_db
 
@@ -139,21 +138,7 @@ def test_sweep__twice_at_once_adds_no_duplicate_jobs():
     lost = [intake.receive(corpus.plain(f"Lost {n}", f"<l{n}@example.com>")).email for n in range(10)]
     for email in lost:
         _finish_jobs(email)
-    barrier = threading.Barrier(2)
-    results: list[sweeper.SweepResult] = []
-
-    def sweep() -> None:
-        try:
-            barrier.wait(timeout=10)
-            results.append(sweeper.sweep())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=sweep) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    results = run_at_once(sweeper.sweep, sweeper.sweep)
     assert sum(result.never_classified for result in results) == 30
     assert sum(result.without_run for result in results) == 10
     for run in runs:

@@ -4,8 +4,6 @@ retried with backoff by the engine."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from datetime import timedelta
 from io import StringIO
 from pathlib import Path
@@ -106,34 +104,7 @@ def test_s3_blob_storage__against_a_moto_server(start_worker, moto_reset: str, s
     assert "Quarterly revenue" in email.attachments.get(filename="report.pdf").text
 
 
-@pytest.fixture
-def hanging_model():
-    """A TCP endpoint that accepts and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.1)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    stop.set()
-    thread.join(timeout=5)
-    for conn in held:
-        conn.close()
-    server.close()
-
-
-def test_model_timeout__fails_the_email_and_the_engine_retries_with_backoff(start_worker, hanging_model: str):
+def test_model_timeout__fails_the_email_and_the_engine_retries_with_backoff(start_worker, silent_server):
     email = intake.receive(corpus.plain()).email
     before = timezone.now()
     worker = start_worker(
@@ -142,7 +113,7 @@ def test_model_timeout__fails_the_email_and_the_engine_retries_with_backoff(star
         "mail:1",
         env={
             "MODEL_PROVIDER": "bedrock",
-            "BEDROCK_ENDPOINT_URL": hanging_model,
+            "BEDROCK_ENDPOINT_URL": silent_server.url,
             "MODEL_TIMEOUT": "0.5",
             "AWS_ACCESS_KEY_ID": "x",
             "AWS_SECRET_ACCESS_KEY": "x",

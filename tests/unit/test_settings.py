@@ -102,6 +102,7 @@ def _manage_check(tmp_path: Path, **variables: str) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow  # starts manage.py
 @pytest.mark.parametrize(
     "variable, value, message",
     [
@@ -117,6 +118,7 @@ def test_start_up__stops_with_a_message_naming_the_malformed_setting(tmp_path, v
     assert message in result.stderr
 
 
+@pytest.mark.slow  # starts manage.py
 def test_start_up__passes_with_the_embedded_defaults(tmp_path):
     result = _manage_check(tmp_path)
     assert result.returncode == 0, result.stderr

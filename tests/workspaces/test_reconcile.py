@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from jobs.models import Job, Status
 from jobs.timers import run_timer, timers
+from tests.support.concurrency import run_at_once
 from workspaces.services.reconcile import enqueue_due_syncs
 from workspaces.services.work_items import request_sync
 
@@ -69,21 +68,7 @@ def test_reconcile_command__run_twice_queues_one_job_per_connection():
 
 def test_reconcile__two_runs_at_once_queue_one_job_per_connection():
     conns = [WorkConnectionFactory(stale=True) for _ in range(20)]
-    start = threading.Barrier(2)
-    added: list[int] = []
-
-    def reconcile() -> None:
-        try:
-            start.wait(timeout=10)
-            added.append(enqueue_due_syncs())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=reconcile) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    added = run_at_once(enqueue_due_syncs, enqueue_due_syncs)
 
     assert sum(added) == 20
     assert _synced_connection_ids() == sorted(c.pk for c in conns)

@@ -14,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from jobs.timers import timers
-from tests.conftest import wait_for
+from tests.support.waiting import wait_for
 from workspaces.models import TrialReminder
 from workspaces.services import trials
 

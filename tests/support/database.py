@@ -1,0 +1,52 @@
+"""The test database: its URL for subprocesses, plain psycopg sessions outside Django's own
+connection (another worker, an operator's shell), and a cheaper flush between tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from django.conf import settings
+from django.db import connection
+from django.db.backends.base.operations import BaseDatabaseOperations
+
+
+def database_url() -> str:
+    db = settings.DATABASES["default"]
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+def raw_connection(autocommit: bool = True) -> psycopg.Connection:
+    """A plain psycopg connection to the test database, outside Django's connection."""
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    params.pop("prepare_threshold", None)
+    return psycopg.connect(**params, autocommit=autocommit)
+
+
+def flush_by_delete(truncate: Callable[..., list[str]]) -> Callable[..., list[str]]:
+    """PostgreSQL's ``sql_flush`` (what a transactional test runs after itself), emptying
+    the tables with DELETE instead of one TRUNCATE of every table.
+
+    A TRUNCATE of the project's ~40 tables takes 0.7 s on a busy 2-core machine (new
+    files for every table and index), a DELETE of the few rows a test leaves 0.05 s; with
+    some 60 transactional tests that is most of ``make test-fast``. Django declares its
+    foreign keys DEFERRABLE INITIALLY DEFERRED and runs the flush in one transaction, so
+    the order of the deletes does not matter. A flush that resets sequences keeps TRUNCATE.
+    """
+
+    def sql_flush(
+        ops: BaseDatabaseOperations,
+        style: Any,
+        tables: list[str],
+        *,
+        reset_sequences: bool = False,
+        allow_cascade: bool = False,
+    ) -> list[str]:
+        if reset_sequences:
+            return truncate(ops, style, tables, reset_sequences=True, allow_cascade=allow_cascade)
+        return [f"DELETE FROM {ops.quote_name(table)}" for table in tables]
+
+    return sql_flush

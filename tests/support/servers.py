@@ -1,0 +1,38 @@
+"""Servers that misbehave on purpose."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+
+class SilentServer:
+    """A TCP server that accepts connections and never answers: a model endpoint that hangs.
+
+    ``accepted`` holds every connection it took, so a test can tell a timeout that reached
+    the server from one that never left the client."""
+
+    def __init__(self) -> None:
+        self._server = socket.socket()
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(8)
+        self._server.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.accepted.append(self._server.accept()[0])
+            except OSError:
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for conn in self.accepted:
+            conn.close()
+        self._server.close()
