@@ -7,7 +7,8 @@ the supervisor goes on running the jobs it holds and keeps their results in memo
 start-up ``start_up`` retries until the worker is registered.
 
 It also keeps the rule for reaping: another worker's job is judged abandoned only once
-this worker has had the database for a full lease (``may_reap``).
+this worker has had the database for a full lease (``may_reap``); and it sets up how the
+supervisor's session commits (``commit_asynchronously``).
 """
 
 from __future__ import annotations
