@@ -51,6 +51,7 @@ __all__ = [
     "Prompt",
     "complete",
     "complete_json",
+    "digest",
     "is_local",
     "provider_name",
 ]
@@ -73,33 +74,36 @@ def complete(prompt: Prompt) -> Answer:
     """The configured provider's answer to ``prompt``; a ``ModelError`` when it fails."""
     provider = provider_name()
     max_tokens = prompt.max_output_tokens or settings.MODEL_MAX_OUTPUT_TOKENS
+    text = prompt.render(settings.MODEL_MAX_PROMPT_CHARS)
     started = time.monotonic()
-    completion = _call(provider, prompt, max_tokens)
+    completion = _call(provider, prompt, text, max_tokens)
     latency_ms = round((time.monotonic() - started) * 1000)
-    text, truncated = bound(completion.text, max_tokens * CHARS_PER_TOKEN)
-    if not text.strip():
+    output, truncated = bound(completion.text, max_tokens * CHARS_PER_TOKEN)
+    if not output.strip():
         raise InvalidAnswer(
             f"The {provider} model's answer is empty (stop reason {completion.stop_reason!r})."
         )
     answer = Answer(
-        text=text,
+        text=output,
         provider=provider,
         model=completion.model,
         input_tokens=completion.input_tokens,
         output_tokens=completion.output_tokens,
         latency_ms=latency_ms,
         truncated=truncated,
+        prompt=text,
     )
-    logger.info(
-        "%s answered by %s %s: %s input and %s output tokens, %d ms%s",
-        prompt.task,
-        provider,
-        answer.model,
-        answer.input_tokens,
-        answer.output_tokens,
-        latency_ms,
-        ", cut to its size limit" if truncated else "",
-    )
+    if answer.written_by_model:
+        logger.info(
+            "%s answered by %s %s: %s input and %s output tokens, %d ms%s",
+            prompt.task,
+            provider,
+            answer.model,
+            answer.input_tokens,
+            answer.output_tokens,
+            latency_ms,
+            ", cut to its size limit" if truncated else "",
+        )
     return answer
 
 
@@ -117,10 +121,15 @@ def complete_json[T](prompt: Prompt, validate: Callable[[dict[str, Any]], T]) ->
     return answer, validate(parse_json(answer.text))
 
 
-def _call(provider: str, prompt: Prompt, max_tokens: int) -> Completion:
+def digest(prompt: Prompt) -> str:
+    """The local extractive digest of ``prompt``, whatever the provider: for work that
+    must not wait on a model (it says in its first line that no model wrote it)."""
+    return local.digest(prompt)
+
+
+def _call(provider: str, prompt: Prompt, text: str, max_tokens: int) -> Completion:
     if provider == LOCAL:
         return local.complete(prompt)
-    text = prompt.render(settings.MODEL_MAX_PROMPT_CHARS)
     if provider == "bedrock":
         return bedrock.complete(prompt, text, max_tokens)
     if provider == "openai":

@@ -39,6 +39,7 @@ class Answer:
     output_tokens: int | None
     latency_ms: int
     truncated: bool = False
+    prompt: str = ""  # the user message as sent (rendered and bounded), for the artifact
 
     @property
     def written_by_model(self) -> bool:

@@ -74,9 +74,9 @@ def complete(prompt: Prompt, text: str, max_tokens: int) -> Completion:
         raise status_error(exc) from exc
     except openai.APIConnectionError as exc:
         raise ModelUnavailable(f"The model service at {endpoint()} could not be reached: {exc}.") from exc
-    except openai.APIError as exc:  # a 2xx whose body is not a chat completion
+    except (openai.APIError, ValueError) as exc:  # a 2xx whose body is not a chat completion
         raise InvalidAnswer(
-            f"The model service at {endpoint()} answered something unreadable: {exc}."
+            f"The model service at {endpoint()} answered something that is not a chat completion: {exc}."
         ) from exc
     return read_completion(completion)
 
