@@ -62,7 +62,9 @@ class Reply:
     @classmethod
     def error(cls, status: int, message: str = "error", **headers: str) -> Reply:
         body = json.dumps({"error": {"message": message, "type": "error", "code": str(status)}})
-        return cls(status=status, raw=body.encode(), headers={k.replace("_", "-"): v for k, v in headers.items()})
+        return cls(
+            status=status, raw=body.encode(), headers={k.replace("_", "-"): v for k, v in headers.items()}
+        )
 
     @classmethod
     def body(cls, raw: bytes, status: int = 200) -> Reply:
@@ -125,7 +127,9 @@ class ModelServer:
             def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
-                request = Received(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
+                request = Received(
+                    self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw)
+                )
                 reply = server._next(request)
                 if reply.hang:
                     server.closing.wait()
@@ -146,7 +150,7 @@ class ModelServer:
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.openai_url = f"{self.url}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
     def _next(self, request: Received) -> Reply:
