@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db import transaction
+from django.urls import reverse
+from django.utils.html import format_html_join
+from django.utils.text import Truncator
 
 from jobs import enqueue
 from workspaces import models
-from workspaces.services.work_items import request_sync
+from workspaces.providers import work_tracker
+from workspaces.services.work_items import WorkSyncResult, request_sync
 
 
 def _queue(modeladmin: admin.ModelAdmin, request, type_name: str, payloads: list[dict]) -> None:
@@ -123,22 +127,111 @@ class PullRequestAdmin(admin.ModelAdmin):
 
 @admin.register(models.WorkConnection)
 class WorkConnectionAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "workspace", "active", "last_synced_at"]
+    list_display = ["name", "kind", "workspace", "active", "last_synced_at", "item_count", "last_error_brief"]
     list_filter = ["kind", "active"]
+    search_fields = ["name", "external_id"]
     actions = ["sync_now"]
+    fieldsets = [
+        (None, {"fields": ["workspace", "kind", "name", "external_id", "active"]}),
+        ("Provider", {"fields": ["api_url", "account", "webhook_id", "reads_from"]}),
+        (
+            "Last sync",
+            {
+                "fields": [
+                    "last_synced_at",
+                    "full_synced_at",
+                    "item_counts",
+                    "last_sync",
+                    "last_error",
+                    "last_error_at",
+                ]
+            },
+        ),
+        ("Embedded default (WORK_TRACKER=stored)", {"classes": ["collapse"], "fields": ["snapshot"]}),
+    ]
+    # What the sync records: read, never typed in.
+    readonly_fields = [
+        "reads_from",
+        "last_synced_at",
+        "full_synced_at",
+        "item_counts",
+        "last_sync",
+        "last_error",
+        "last_error_at",
+    ]
+
+    @admin.display(description="Reads from")
+    def reads_from(self, connection: models.WorkConnection) -> str:
+        if connection.kind not in models.WorkConnection.Kind.values:
+            return "-"
+        return work_tracker(connection.kind).label
+
+    @admin.display(description="Items")
+    def item_counts(self, connection: models.WorkConnection) -> str:
+        deleted = connection.items.filter(deleted_at__isnull=False).count() if connection.pk else 0
+        return f"{connection.item_count} mirrored, {deleted} marked deleted"
+
+    @admin.display(description="Last sync did")
+    def last_sync(self, connection: models.WorkConnection) -> str:
+        if not connection.last_sync_counts:
+            return "-"
+        return WorkSyncResult(**connection.last_sync_counts).summary()
+
+    @admin.display(description="Last error")
+    def last_error_brief(self, connection: models.WorkConnection) -> str:
+        return Truncator(connection.last_error).chars(80) or "-"
 
     @admin.action(description="Sync now")
     def sync_now(self, request, queryset) -> None:
+        inactive = [str(connection) for connection in queryset if not connection.active]
         with transaction.atomic():
-            for connection in queryset:
-                request_sync(connection)
-        self.message_user(request, f"Queued a sync for {queryset.count()} connection(s).", messages.SUCCESS)
+            queued = [request_sync(connection) for connection in queryset if connection.active]
+        if queued:
+            self.message_user(request, f"Queued a sync for {len(queued)} connection(s).", messages.SUCCESS)
+        if inactive:
+            self.message_user(
+                request,
+                f"Not synced, inactive: {', '.join(inactive)}. Activate them first.",
+                messages.WARNING,
+            )
 
 
 @admin.register(models.SourceItem)
 class SourceItemAdmin(admin.ModelAdmin):
-    list_display = ["external_id", "title", "status", "connection", "synced_at"]
+    list_display = ["external_id", "title", "status", "connection", "synced_at", "deleted_at"]
+    list_filter = [("deleted_at", admin.EmptyFieldListFilter), "connection__kind"]
     search_fields = ["external_id", "title"]
+
+
+@admin.register(models.WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """What each verified delivery led to, read-only: why something did or did not sync."""
+
+    list_display = ["received_at", "provider", "event", "outcome", "detail", "jobs", "repeats"]
+    list_filter = ["provider", "outcome", "event"]
+    search_fields = ["delivery_id", "event", "detail"]
+    date_hierarchy = "received_at"
+    fields = ["received_at", "provider", "event", "delivery_id", "outcome", "detail", "jobs", "repeats"]
+    readonly_fields = fields
+
+    @admin.display(description="Jobs")
+    def jobs(self, delivery: models.WebhookDelivery):
+        if not delivery.job_ids:
+            return "-"
+        return format_html_join(
+            ", ",
+            '<a href="{}">#{}</a>',
+            ((reverse("admin:platform_job_change", args=[pk]), pk) for pk in delivery.job_ids),
+        )
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(models.AIArtifact)

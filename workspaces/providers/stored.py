@@ -1,12 +1,13 @@
 """Default providers that read what is already stored: no network, deterministic.
 
 ``Repository.metadata`` holds ``pull_requests`` (a list of dicts) and ``checks`` (by pull
-request number); ``WorkConnection.snapshot`` holds the last items a webhook delivered.
+request number); ``WorkConnection.snapshot`` holds a connection's items for the demo.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
@@ -43,7 +44,15 @@ class StoredCodeHost:
 
 
 class SnapshotTracker:
-    def items(self, connection: WorkConnection) -> Iterable[WorkItemData]:
+    """Items from ``WorkConnection.snapshot``: the embedded default for the demo, not a live
+    tracker (``WORK_TRACKER=api`` selects each connection's provider)."""
+
+    label = "stored snapshot (embedded default, no live tracker; WORK_TRACKER=api for the provider)"
+    incremental = False
+
+    def items(
+        self, connection: WorkConnection, *, updated_since: datetime | None = None
+    ) -> Iterable[WorkItemData]:
         for raw in connection.snapshot:
             yield WorkItemData(
                 external_id=str(raw["id"]),
