@@ -210,6 +210,14 @@ class WorkConnection(models.Model):
     def __str__(self) -> str:
         return f"{self.get_kind_display()}: {self.name}"
 
+    def save(self, *args, **kwargs) -> None:
+        # Webhooks find a connection by its external id, exactly (the index serves that): Jira
+        # names projects by their upper-case key, so a key typed in lower case is stored upper.
+        self.external_id = self.external_id.strip()
+        if self.kind == self.Kind.JIRA:
+            self.external_id = self.external_id.upper()
+        super().save(*args, **kwargs)
+
 
 class SourceItem(models.Model):
     """A work item (issue, task, board item) mirrored from a work connection.

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 
 from workspaces.models import WebhookDelivery, WorkConnection
@@ -51,17 +50,15 @@ class JiraHook:
         if not event.startswith("jira:issue_"):
             return Routed(Outcome.IGNORED, f"{event or 'An unnamed'} event needs no sync.")
         project = payloads.obj(payload, "issue", "fields", "project")
-        key, project_id = payloads.text(project, "key"), payloads.text(project, "id")
+        key, project_id = payloads.text(project, "key").upper(), payloads.text(project, "id")
         site = origin(payloads.text(payload, "issue", "self"))
-        named = Q(external_id__iexact=key) if key else Q()
-        if project_id:
-            named |= Q(external_id=project_id)
+        named = [value for value in (key, project_id) if value]
         connections = [
             connection
             for connection in WorkConnection.objects.filter(
-                named, kind=WorkConnection.Kind.JIRA, active=True
+                kind=WorkConnection.Kind.JIRA, active=True, external_id__in=named
             ).order_by("pk")
-            if (key or project_id) and (not connection.api_url or origin(connection.api_url) == site)
+            if not connection.api_url or origin(connection.api_url) == site
         ]
         if not connections:
             return Routed(
