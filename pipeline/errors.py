@@ -1,7 +1,7 @@
 """The pipeline's exceptions. ``PipelineError`` is the root; each subclasses the engine's
 retryable or permanent error so the job engine knows whether another try can help."""
 
-from jobs.errors import JobError, PermanentError, RetryableError
+from jobs import JobError, PermanentError, RetryableError
 
 
 class PipelineError(JobError):
@@ -22,3 +22,12 @@ class IndexingError(PipelineError, RetryableError):
 
 class UnreadableEmail(PipelineError, ValueError):
     """The input is not an email at all (empty, or could not be read)."""
+
+
+class EmailTooLarge(UnreadableEmail):
+    """The email is larger than PIPELINE_MAX_EMAIL_BYTES."""
+
+
+class UnprocessableEmail(PipelineError, PermanentError):
+    """The email cannot be processed as it is (nested too deep, too many parts, or its
+    structure breaks the parser): another try would fail the same way."""

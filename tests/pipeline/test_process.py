@@ -3,6 +3,7 @@ outage, model timeout, invalid model answer (botocore Stubber), an unexpected ex
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 
@@ -13,7 +14,16 @@ from django.db import OperationalError, connection
 
 from pipeline import classify, intake, process, search, switch
 from pipeline.errors import EmailMissing, ModelCallError
-from pipeline.models import EmailMessage, ErrorLogEntry, IndexRecord, Origin, PipelineRun, RunOutcome, Status
+from pipeline.models import (
+    Attachment,
+    EmailMessage,
+    ErrorLogEntry,
+    IndexRecord,
+    Origin,
+    PipelineRun,
+    RunOutcome,
+    Status,
+)
 from tests.conftest import wait_for
 from tests.pipeline import corpus
 
@@ -72,6 +82,46 @@ def test_process__email_without_message_id_gets_a_content_origin():
     email = _email(corpus.no_message_id())
     process.process_email(email.pk)
     assert Origin.objects.get(email=email).key.startswith("sha256:")
+
+
+@pytest.mark.parametrize("name", sorted(corpus.bogus_charsets()))
+def test_process__bogus_charsets_and_nul_are_processed_to_the_end(name):
+    email = _email(corpus.bogus_charsets()[name])
+    assert process.process_email(email.pk) == "labelled"
+    email.refresh_from_db()
+    assert email.status == Status.LABELLED and "help" in email.parsed.body_text
+    assert not ErrorLogEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        pytest.param(
+            corpus.nested(3000), "nested more than 50 levels deep (PIPELINE_MAX_MIME_DEPTH)", id="deep"
+        ),
+        pytest.param(
+            corpus.many_parts(33_000), "more than 1,000 MIME parts (PIPELINE_MAX_MIME_PARTS)", id="parts"
+        ),
+    ],
+)
+def test_process__an_email_over_the_mime_limits_fails_for_good_marked_and_logged(raw, reason):
+    from jobs import PermanentError
+
+    email = _email(raw)
+    with pytest.raises(PermanentError, match=re.escape(reason)):
+        process.process_email(email.pk, job_id=3)
+    email.refresh_from_db()
+    assert email.status == Status.FAILED and email.needs_review
+    run = email.runs.get()
+    assert run.outcome == RunOutcome.FAILED and not run.is_open and reason in run.last_error
+    error = ErrorLogEntry.objects.get()
+    assert (error.error_class, error.email_id, error.job_id) == (
+        "pipeline.errors.UnprocessableEmail",
+        email.pk,
+        3,
+    )
+    assert reason in error.text
+    assert not Attachment.objects.filter(email=email).exists()
 
 
 @pytest.mark.django_db(transaction=True)
