@@ -20,6 +20,7 @@ from pipeline.models import (
     ErrorLogEntry,
     IndexRecord,
     Origin,
+    ParsedEmail,
     PipelineRun,
     RunOutcome,
     Status,
@@ -67,13 +68,17 @@ def test_search__finds_emails_by_their_text():
 
 
 def test_process__a_copy_is_linked_to_its_origin_and_finishes_there(monkeypatch):
-    first, copy = _email(corpus.plain()), _email(corpus.duplicate_of_plain())
+    raw = corpus.multipart_with_attachments()
+    first, copy = _email(raw), _email(b"Received: from relay2.example.net by mx.example.org\r\n" + raw)
     process.process_email(first.pk)
+    assert first.attachments.count() == 3  # what a copy would get converted, were it processed
     monkeypatch.setattr(classify, "classify", lambda *a: pytest.fail("a copy must not reach the model"))
     assert process.process_email(copy.pk) == "duplicate"
     copy.refresh_from_db()
     assert copy.status == Status.DUPLICATE and copy.origin_id == first.pk
-    assert not hasattr(copy, "parsed") or not copy.attachments.exists()
+    # No documents converted: no parsed artifact, no attachment.
+    assert not ParsedEmail.objects.filter(email=copy).exists()
+    assert not Attachment.objects.filter(email=copy).exists()
     assert copy.runs.get().outcome == RunOutcome.DUPLICATE
     assert Origin.objects.get().email_id == first.pk
 
