@@ -295,6 +295,9 @@ class AttachmentAdmin(admin.ModelAdmin):
     def text_preview(self, obj: Attachment) -> str:
         return format_html("<pre style='white-space: pre-wrap'>{}</pre>", obj.text[:5000])
 
+    def get_model_perms(self, request: HttpRequest) -> dict[str, bool]:
+        return {}  # not in the admin index: reached from an email's page
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

@@ -99,7 +99,10 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
     with transaction.atomic():
         Classification.objects.filter(email=email).delete()
         Classification.objects.create(
-            email=email, labels=result.labels, model=result.model[:200], raw_response=result.raw_response
+            email=email,
+            labels=result.labels,
+            model=result.model[:200],
+            raw_response=storable.text(result.raw_response),  # a model's answer is input too
         )
         runs.set_status(email, Status.CLASSIFIED)
         runs.touch(run, classified=True)

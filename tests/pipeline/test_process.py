@@ -250,6 +250,14 @@ def test_bedrock__a_valid_answer_gives_the_labels(bedrock):
     bedrock.assert_no_pending_responses()
 
 
+def test_bedrock__an_answer_with_a_lone_surrogate_is_stored_clean(bedrock):
+    bedrock.add_response("converse", _converse_response('{"labels": ["invoice"], "why": "\ud800"}'))
+    email = _email()
+    assert process.process_email(email.pk) == "labelled"
+    email.refresh_from_db()
+    assert email.classification.raw_response == '{"labels": ["invoice"], "why": "\ufffd"}'
+
+
 def test_bedrock__an_invalid_answer_is_a_model_call_error(bedrock):
     bedrock.add_response("converse", _converse_response("Sure! The labels are: meeting"))
     email = _email()
