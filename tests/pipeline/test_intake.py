@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mailbox
+import os
 import stat
 import subprocess
 import sys
@@ -268,6 +269,16 @@ def test_import_mail__self_referencing_links_do_not_make_the_walk_endless(tmp_pa
     (folder / "loop-b").symlink_to(".")
     result = _import_mail_process(worker_env, folder)
     assert result.stdout.strip() == "1 imported, 0 already present, 0 unreadable, 0 too large", result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_import_mail__a_fifo_in_the_folder_is_skipped_not_waited_on(tmp_path: Path, worker_env):
+    folder = _folder(tmp_path, corpus.plain())
+    os.mkfifo(folder / "pipe.eml")  # opening it to read would wait for a writer for ever
+    result = _import_mail_process(worker_env, folder)
+    assert result.stdout.strip() == "1 imported, 0 already present, 1 unreadable, 0 too large", result.stderr
+    assert "pipe.eml: not a regular file" in result.stderr
 
 
 @pytest.mark.slow
