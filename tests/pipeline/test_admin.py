@@ -129,7 +129,9 @@ def test_email_page__shows_job_errors_only_to_viewers_of_the_jobs_page(client, p
     assert "token=abc123" in page.text
 
 
-def test_email_page__lists_the_first_attachments_and_links_to_all_of_them(admin_client, processed, settings):
+def test_email_page__lists_the_first_rows_of_attachments_headers_and_defects_and_links_to_all_attachments(
+    admin_client, processed, settings
+):
     from pipeline.models import Attachment
 
     settings.PIPELINE_ADMIN_ROWS = 100
@@ -140,8 +142,13 @@ def test_email_page__lists_the_first_attachments_and_links_to_all_of_them(admin_
         )
         for n in range(10_000)
     )
+    processed.parsed.headers = [[f"X-Trace-{n:05d}", "hop"] for n in range(1000)]
+    processed.parsed.defects = [f"Defect {n:05d}" for n in range(1000)]
+    processed.parsed.save()
     page = admin_client.get(reverse("admin:pipeline_emailmessage_change", args=[processed.pk]))
     assert page.status_code == 200
+    assert "X-Trace-00099" in page.text and "X-Trace-00100" not in page.text
+    assert "… and 900 more header lines." in page.text and "… and 900 more defects." in page.text
     assert "file-00099.txt" in page.text and "file-00100.txt" not in page.text
     assert "10,000 attachments: the first 100 are listed below, and 9,900 more" in page.text
     every = reverse("admin:pipeline_attachment_changelist") + f"?email__id__exact={processed.pk}"
