@@ -159,7 +159,13 @@ if BLOB_STORAGE == "s3":
 else:
     _BLOBS = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": VAR_DIR / "blobs", "allow_overwrite": True},
+        # Raw emails are private: folders 0700 (every level the storage creates), files 0600.
+        "OPTIONS": {
+            "location": VAR_DIR / "blobs",
+            "allow_overwrite": True,
+            "directory_permissions_mode": 0o700,
+            "file_permissions_mode": 0o600,
+        },
     }
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -193,6 +199,26 @@ PIPELINE_CLASSIFIER_RULES = env.text("PIPELINE_CLASSIFIER_RULES", "")
 # Full-text index of each email's text (PostgreSQL tsvector; a plain-text fallback elsewhere).
 SEARCH_INDEX = env.flag("SEARCH_INDEX", True)
 SEARCH_CONFIG = env.text("SEARCH_CONFIG", "simple")
+# What one email may cost. Intake refuses a larger email before reading it into memory.
+PIPELINE_MAX_EMAIL_BYTES = env.integer("PIPELINE_MAX_EMAIL_BYTES", 50 * 1024 * 1024, minimum=1)
+# MIME structure: an email nested deeper or made of more parts fails at once, for good, with
+# the reason in the error log. Deeper nesting would exhaust Python's recursion limit; parts
+# are numbered in a small-integer column.
+PIPELINE_MAX_MIME_DEPTH = env.integer("PIPELINE_MAX_MIME_DEPTH", 50, minimum=1, maximum=200)
+PIPELINE_MAX_MIME_PARTS = env.integer("PIPELINE_MAX_MIME_PARTS", 1000, minimum=1, maximum=32767)
+# Characters of text kept per email, body and converted attachments together: text
+# extraction stops when they are reached.
+PIPELINE_MAX_TEXT = env.integer("PIPELINE_MAX_TEXT", 1_000_000, minimum=1)
+# PDF attachments: pages read, and content-stream tokens read per page (a 30 KB PDF can
+# hold a content stream of millions; a page over the budget is skipped, with a note).
+PIPELINE_PDF_MAX_PAGES = env.integer("PIPELINE_PDF_MAX_PAGES", 200, minimum=1)
+PIPELINE_PDF_PAGE_TOKENS = env.integer("PIPELINE_PDF_PAGE_TOKENS", 200_000, minimum=1)
+# Seconds a worker lets one try of email.process / email.sweep run before stopping it.
+PIPELINE_PROCESS_TIMEOUT = env.number("PIPELINE_PROCESS_TIMEOUT", 300.0, minimum=1.0)
+PIPELINE_SWEEP_TIMEOUT = env.number("PIPELINE_SWEEP_TIMEOUT", 300.0, minimum=1.0)
+# Rows an email's admin page lists of its attachments (and of its headers and parser
+# defects); the rest are counted, and the attachments are linked to a paginated list.
+PIPELINE_ADMIN_ROWS = env.integer("PIPELINE_ADMIN_ROWS", 100, minimum=1)
 
 # --- Workspaces (workspaces/) ------------------------------------------------------------
 # Trial reminders go out by email: printed to the console by default, through SMTP once
