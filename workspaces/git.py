@@ -169,6 +169,16 @@ def list_tree(git: Git, root: Path, commit: str) -> list[TreeEntry]:
     return entries
 
 
+def _cut_off(root: Path, max_bytes: int) -> bool:
+    """Whether a helper of git (``index-pack``) was stopped at the file-size limit: its
+    partial pack is that size. The partial packs are removed either way."""
+    hit = False
+    for partial in (root / ".git" / "objects" / "pack").glob("tmp_*"):
+        hit = hit or partial.stat().st_size >= max_bytes
+        partial.unlink(missing_ok=True)
+    return hit
+
+
 class Git:
     """Runs git with the safety settings above, the deadline and the size limit."""
 
@@ -233,7 +243,7 @@ class Git:
             )
         message = redact(stderr.decode("utf-8", "replace").strip(), self.credential)[-2000:]
         verb = args[2] if args[0] == "-C" else args[0]
-        if process.returncode == -signal.SIGXFSZ:
+        if process.returncode == -signal.SIGXFSZ or (args[0] == "-C" and _cut_off(Path(args[1]), max_bytes)):
             raise RepositoryTooLarge(
                 f"git {verb} wrote past the size limit of {max_bytes:,} bytes (REPOSITORY_MAX_BYTES)."
             )
