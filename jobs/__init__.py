@@ -44,6 +44,7 @@ from jobs.errors import (
     JobError,
     PermanentError,
     RetryableError,
+    RetryLater,
     UnknownJobType,
 )
 from jobs.management.timer_command import TimerCommand
@@ -63,6 +64,7 @@ __all__ = [
     "JobError",
     "JobFunction",
     "PermanentError",
+    "RetryLater",
     "RetryableError",
     "TimerCommand",
     "UnknownJobType",
