@@ -130,14 +130,14 @@ class GitHubCodeHost:
     # --- capsules.retrospective ------------------------------------------------------------
 
     def merged_pull_requests(self, repository: Repository, limit: int) -> list[PullRequestData]:
-        params = {
-            "state": "closed",
-            "sort": "updated",
-            "direction": "desc",
-            "per_page": min(PER_PAGE, limit * 4),
-        }
+        params = {"state": "closed", "sort": "updated", "direction": "desc", "per_page": PER_PAGE}
         with self.client(repository) as client:
-            closed = [raw for raw in _list(client.get("pulls", params=params)) if raw.get("merged_at")]
+            closed: list[dict] = []
+            # Recently updated closed pull requests, page by page, until enough were merged.
+            for page in client.pages("pulls", params=params):
+                closed += [raw for raw in _list(page) if raw.get("merged_at")]
+                if len(closed) >= limit:
+                    break
             closed.sort(key=lambda raw: (str(raw["merged_at"]), int(raw.get("number", 0))), reverse=True)
             merged = []
             for raw in closed[:limit]:
