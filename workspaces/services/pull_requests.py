@@ -13,6 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from jobs import enqueue
 from workspaces.models import PullRequest, Repository
 from workspaces.providers import PullRequestData, code_host
 from workspaces.services import Progress, load, no_progress
@@ -48,6 +49,9 @@ def sync_pull_requests(repository_id: int, progress: Progress = no_progress) -> 
         locked.host_state = {**locked.host_state, PULLS_CURSOR: dict(changes.cursor)}
         locked.pulls_synced_at = now
         locked.save(update_fields=["host_state", "pulls_synced_at"])
+        # The supervised ones' CI results and approvals follow, as their own job.
+        if not changes.not_modified and _supervised(repository).exists():
+            enqueue("checks.sync", {"repository_id": repository.pk})
     if changes.not_modified:
         progress(100, f"Unchanged since the last sync ({host.label})")
     else:
@@ -83,13 +87,15 @@ def sync_checks(repository_id: int, progress: Progress = no_progress) -> int:
     """Record CI status and approvals of open supervised pull requests; returns how many."""
     repository = load(Repository, repository_id)
     host = code_host()
-    pulls = list(
-        repository.pull_requests.filter(supervised=True, state=PullRequest.State.OPEN).order_by("number")
-    )
+    pulls = list(_supervised(repository).order_by("number"))
     for index, pull in enumerate(pulls, start=1):
         _observe(repository, pull, host)
         progress(100 * index / len(pulls), f"#{pull.number}: {pull.ci_status or 'no CI'}")
     return len(pulls)
+
+
+def _supervised(repository: Repository):
+    return repository.pull_requests.filter(supervised=True, state=PullRequest.State.OPEN)
 
 
 def _observe(repository: Repository, pull: PullRequest, host) -> None:
