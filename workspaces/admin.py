@@ -110,7 +110,15 @@ class RepositoryAdmin(JobButtonsMixin, admin.ModelAdmin):
     list_display = ["name", "workspace", "status", "kind", "primary_language", "file_count", "ingested_at"]
     list_filter = ["status", "kind"]
     search_fields = ["name", "url"]
+    # What ingest and the syncs record: read, never typed in.
     readonly_fields = [
+        "status",
+        "kind",
+        "primary_language",
+        "file_count",
+        "line_count",
+        "paths",
+        "host_state",
         "credential_stored",
         "code_host_label",
         "commit_sha",

@@ -122,13 +122,6 @@ def test_admin__connecting_a_repository_queues_its_ingest_and_stores_the_url_red
             "full_name": "",
             "local_path": "",
             "metadata": "{}",
-            "status": "new",
-            "primary_language": "",
-            "kind": "",
-            "file_count": 0,
-            "line_count": 0,
-            "paths": "[]",
-            "host_state": "{}",
         },
     )
     assert response.status_code == 302, _errors(response)
