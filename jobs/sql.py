@@ -7,6 +7,21 @@ goes through the ORM. ``jobs.store`` picks these when the connection is PostgreS
 
 CHANNEL = "jobs"
 
+# --- worker sessions ---
+
+# The worker's wake-up connection (``jobs.worker.listener``) subscribes to the channel the
+# enqueue trigger notifies, in autocommit, and then only waits: it holds no lock and no
+# transaction. Its session shows this text in pg_stat_activity, which is how the
+# benchmarks see that a worker is up.
+LISTEN = f"LISTEN {CHANNEL}"
+
+# The supervisor's own session commits without waiting for the WAL flush. It only moves
+# claimed jobs between states (claim, acknowledge, fail, release, heartbeat). If
+# PostgreSQL crashed before flushing such a commit, the job would be found running and
+# reaped, i.e. run again: never lost. Enqueues and the handlers' own writes (in the child
+# processes) stay synchronous. ``JOBS_WORKER_ASYNC_COMMIT=false`` turns this off.
+SUPERVISOR_ASYNC_COMMIT = "SET synchronous_commit TO off"
+
 # Locks up to %(limit)s due, queued rows of the worker's queues in claim order, skipping
 # rows another worker holds, and marks them running under this worker in the same
 # statement, so the lock lives only as long as this one UPDATE. A one-queue lane is served

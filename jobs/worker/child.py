@@ -1,12 +1,8 @@
 """The child process: runs jobs one at a time for its supervisor, so a crash fails one job.
 
-The supervisor sends a batch: a list of ``(job_id, type, payload_json, attempt,
-max_attempts)`` (one job for slow types, a few for very short ones), or ``None`` to stop.
-Before each job the child writes the job's index in the batch and its start time into
-shared memory, so the supervisor knows, without a message per job, which job a crash or a
-timeout hit, which ones finished before it, and which never started. A failure is reported
-at once as ``("failed", index, (error_class, message, traceback, retryable))``; the end
-of the batch as ``("done", count)``.
+It waits for a batch (one job for slow types, a few for very short ones), runs the jobs in
+order, reports each failure at once and the end of the batch, and waits again. What the
+two processes tell each other is in ``jobs.worker.messages``.
 """
 
 from __future__ import annotations
@@ -18,21 +14,22 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Sequence
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
 import django
 
 from jobs import registry
 from jobs.context import JobContext
 from jobs.errors import PermanentError, UnknownJobType
+from jobs.worker import messages
+from jobs.worker.messages import CURRENT, STARTED, FromChild, JobFailed, SharedState, Stop
 
-# Indexes into the shared state array.
-CURRENT = 0  # index in the batch of the job running now
-STARTED = 1  # its start, in time.monotonic() seconds (system-wide clock)
+if TYPE_CHECKING:
+    from jobs.store import Failure
 
 
-def main(conn: Connection, state: Sequence[float], worker: str, supervisor_pid: int) -> None:
+def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int) -> None:
     """Entry point of a child process."""
     # The supervisor owns shutdown: a Ctrl-C or SIGTERM sent to the whole process group
     # must not break the job this child is running.
@@ -44,21 +41,21 @@ def main(conn: Connection, state: Sequence[float], worker: str, supervisor_pid: 
 
     while True:
         try:
-            batch = conn.recv()
+            message = messages.receive_in_child(conn)
         except (EOFError, OSError):
             return  # the supervisor is gone
-        if batch is None:
+        if isinstance(message, Stop):
             return
-        for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(batch):
+        for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
             failure = run(job_id, type_name, payload_text, attempt, max_attempts, worker)
             if failure is not None:
                 close_old_connections()
-                if not _send(conn, ("failed", index, failure)):
+                if not _send(conn, JobFailed(index, failure)):
                     return
         close_old_connections()
-        if not _send(conn, ("done", len(batch))):
+        if not _send(conn, messages.BATCH_DONE):
             return
 
 
@@ -78,9 +75,9 @@ def _exit_with(supervisor_pid: int) -> None:
     threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
 
 
-def _send(conn: Connection, message: tuple) -> bool:
+def _send(conn: Connection, message: FromChild) -> bool:
     try:
-        conn.send(message)
+        messages.send(conn, message)
     except OSError:
         return False
     return True
@@ -88,8 +85,8 @@ def _send(conn: Connection, message: tuple) -> bool:
 
 def run(
     job_id: int, type_name: str, payload_text: str, attempt: int, max_attempts: int, worker: str
-) -> tuple[str, str, str, bool] | None:
-    """Run one job; None on success, else the failure as plain values."""
+) -> Failure | None:
+    """Run one job; None on success, else what went wrong."""
     try:
         job_type = registry.get(type_name)
         payload = json.loads(payload_text)
@@ -104,19 +101,23 @@ def run(
         job_type.func(ctx, **payload)
         return None
     except (PermanentError, UnknownJobType) as exc:
-        return (_class_name(exc), str(exc), traceback.format_exc(), False)
+        return _failure(exc, retryable=False)
     except TypeError as exc:
         # Raised by the call itself (no deeper frame): the payload does not fit the
         # handler's keywords, and will not fit next time either.
         retryable = exc.__traceback__ is not None and exc.__traceback__.tb_next is not None
-        return (_class_name(exc), str(exc), traceback.format_exc(), retryable)
+        return _failure(exc, retryable=retryable)
     except BaseException as exc:  # noqa: BLE001 - anything a handler raises is a failed try
-        return (_class_name(exc), str(exc), traceback.format_exc(), True)
+        return _failure(exc, retryable=True)
 
 
-def _class_name(exc: BaseException) -> str:
+def _failure(exc: BaseException, *, retryable: bool) -> Failure:
+    """The exception being handled, as the store records it."""
+    from jobs.store import Failure  # the store needs the models: only once Django is set up
+
     cls = type(exc)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    return Failure(name, str(exc), traceback.format_exc(), retryable)
 
 
 class ProgressReporter:

@@ -4,8 +4,11 @@ enqueue trigger notifies. Not used on other databases (workers poll there)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import psycopg
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from jobs import sql
 
@@ -14,8 +17,8 @@ logger = logging.getLogger("jobs.worker")
 
 class Listener:
     def __init__(self) -> None:
-        self._wrapper = None
-        self._raw = None
+        self._wrapper: BaseDatabaseWrapper | None = None
+        self._raw: psycopg.Connection[Any] | None = None  # kept: the wrapper forgets it on close
 
     @property
     def enabled(self) -> bool:
@@ -26,7 +29,7 @@ class Listener:
         wrapper = connections.create_connection("default")
         wrapper.ensure_connection()
         wrapper.connection.autocommit = True
-        wrapper.connection.execute(f"LISTEN {sql.CHANNEL}")
+        wrapper.connection.execute(sql.LISTEN)
         self._wrapper, self._raw = wrapper, wrapper.connection
 
     @property

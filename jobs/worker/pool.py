@@ -22,7 +22,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from jobs.store import ClaimedJob
-from jobs.worker.child import CURRENT, STARTED
+from jobs.worker import messages
+from jobs.worker.messages import CURRENT, STARTED, FromChild, RunBatch
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(["jobs.worker.preload"])
@@ -55,8 +56,17 @@ class Child:
     def start(self, batch: list[ClaimedJob]) -> None:
         self.state[CURRENT] = 0
         self.state[STARTED] = time.monotonic()
-        self.conn.send([tuple(job) for job in batch])
+        messages.send(self.conn, RunBatch(batch))
         self.batch, self.failed, self.sent_at = batch, set(), self.state[STARTED]
+
+    def receive(self) -> FromChild:
+        """The child's next message (EOFError or OSError once it is gone)."""
+        return messages.receive_in_supervisor(self.conn)
+
+    @property
+    def started(self) -> float:
+        """When the job running now (or the last one of the batch) started."""
+        return self.state[STARTED]
 
     def current(self) -> tuple[int, ClaimedJob, float]:
         """The job running now: its index in the batch, the job, and its start."""
@@ -70,13 +80,12 @@ class Child:
 
     def kill(self) -> None:
         if self.process.is_alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.process.pid, signal.SIGKILL)
+            self.process.kill()  # SIGKILL; a child that exits meanwhile is no error
         self.process.join(timeout=5)
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
-            self.conn.send(None)
+            messages.send(self.conn, messages.STOP)
         self.process.join(timeout=5)
         if self.process.is_alive():
             self.kill()
@@ -112,10 +121,6 @@ class Lane:
     @property
     def idle(self) -> list[Child]:
         return [child for child in self.children if not child.busy]
-
-    @property
-    def busy(self) -> list[Child]:
-        return [child for child in self.children if child.busy]
 
     def batch_size(self, window: float) -> int:
         """Jobs per child message: as many as the child runs within ``window`` seconds at

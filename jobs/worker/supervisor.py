@@ -1,14 +1,16 @@
-"""The supervisor: claims jobs for its lanes, hands them to child processes, acknowledges
-results in batches, heartbeats, reaps, wakes on NOTIFY, and stops gracefully.
+"""The supervisor: claims jobs for its lanes, hands them to child processes, heartbeats,
+reaps, wakes on NOTIFY, and stops gracefully.
 
-It only calls ``jobs.store``. All database work happens here, in one thread, between
-waits; a database outage pauses claiming and keeps results in memory until the database
-is back (every acknowledgement is fenced, so a retry can never apply twice).
+It only calls ``jobs.store``, in one thread, between waits, and always through its
+``DatabaseGuard`` (``jobs.worker.guard``): a database outage pauses claiming while the
+``ResultBuffer`` (``jobs.worker.results``) keeps the children's results until the database
+is back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import select
@@ -16,22 +18,21 @@ import selectors
 import signal
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
-from django.db.backends.signals import connection_created
 
 from jobs import registry, store
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
+from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
+from jobs.worker.messages import JobFailed
 from jobs.worker.pool import Child, Lane
+from jobs.worker.results import ResultBuffer
 
 logger = logging.getLogger("jobs.worker")
-
-OUTAGE_ERRORS = (OperationalError, InterfaceError)
-ACK_DELAY = 0.05  # longest an acknowledgement waits for a batch while children are busy
 
 
 @dataclass
@@ -50,22 +51,17 @@ class Supervisor:
         self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
         self.listener = Listener()
         self.listener_fd: int | None = None  # as registered with the selector
-        self.selector = selectors.DefaultSelector()
-        self.acks: list[tuple[int, int]] = []
-        self.oldest_ack = 0.0
-        self.failures: list[tuple[int, int, Failure]] = []
-        self.releases: list[tuple[int, int, str]] = []
+        # What is ready on each registered file: the callback that handles it.
+        self.selector: selectors.BaseSelector = selectors.DefaultSelector()
+        self.db = DatabaseGuard(settings.JOBS_WORKER_LEASE, on_outage=self._close_listener)
+        self.results = ResultBuffer(self.name, self.db, ack_batch=settings.JOBS_ACK_BATCH)
         self.stopping = False
         self.stop_deadline = 0.0
-        self.db_retry_at = 0.0
-        self.db_backoff = 0.0
         self.next_heartbeat = 0.0
         self.next_poll = 0.0
-        self.reap_from = 0.0
         self.burst_rechecked = False
         self.window = settings.JOBS_PREFETCH_WINDOW
         self.max_prefetch = settings.JOBS_MAX_PREFETCH
-        self.ack_batch = settings.JOBS_ACK_BATCH
         self.timeouts: dict[str, float | None] = {}
         self.log_jobs = logger.isEnabledFor(logging.INFO)
 
@@ -73,9 +69,9 @@ class Supervisor:
 
     def run(self) -> int:
         if settings.JOBS_WORKER_ASYNC_COMMIT:
-            connection_created.connect(_commit_asynchronously, dispatch_uid="jobs.worker.async_commit")
+            commit_asynchronously()
         wakeup = self._install_signals()
-        self.selector.register(wakeup, selectors.EVENT_READ, ("wakeup", None))
+        self.selector.register(wakeup, selectors.EVENT_READ, functools.partial(_drain_wakeup, wakeup))
         if not self._register(wakeup):
             return 0
         for lane in self.lanes:
@@ -88,11 +84,11 @@ class Supervisor:
             ", burst" if self.options.burst else "",
         )
         try:
-            self._loop(wakeup)
+            self._loop()
         finally:
             self._shutdown_children()
-            self._flush(force=True)
-            self._try_db(store.unregister_worker, self.name)
+            self.results.flush(force=True)
+            self.db.call(store.unregister_worker, self.name)
             self.listener.close()
             signal.set_wakeup_fd(-1)
         logger.info("Worker %s stopped.", self.name)
@@ -121,37 +117,37 @@ class Supervisor:
         )
 
     def _register(self, wakeup: int) -> bool:
-        """Register this worker, retrying while the database cannot be reached."""
-        delay = 0.5
-        while not self.stopping:
-            try:
-                recovered = store.register_worker(
-                    self.name, socket.gethostname(), os.getpid(), [lane.label for lane in self.lanes]
-                )
-            except InvalidTransition as exc:
-                raise SystemExit(str(exc)) from None
-            except OUTAGE_ERRORS as exc:
-                logger.warning(
-                    "Database unreachable at start-up (%s); retrying in %.1fs.", _first_line(exc), delay
-                )
-                self._close_db()
-                select.select([wakeup], [], [], delay)  # a stop signal cuts the wait short
-                delay = min(delay * 2, 30.0)
-                continue
-            if recovered.requeued or recovered.failed:
-                logger.warning(
-                    "Recovered jobs left running under %s: %d requeued, %d failed.",
-                    self.name,
-                    recovered.requeued,
-                    recovered.failed,
-                )
-            self.reap_from = time.monotonic() + settings.JOBS_WORKER_LEASE
-            return True
-        return False
+        """Register this worker, retrying while the database cannot be reached; False when
+        a stop signal came first."""
+        register = functools.partial(
+            store.register_worker,
+            self.name,
+            socket.gethostname(),
+            os.getpid(),
+            [lane.label for lane in self.lanes],
+        )
+        try:
+            recovered = self.db.start_up(
+                register,
+                wait=lambda delay: select.select([wakeup], [], [], delay),  # a stop signal cuts it short
+                stopping=lambda: self.stopping,
+            )
+        except InvalidTransition as exc:
+            raise SystemExit(str(exc)) from None
+        if recovered is None:
+            return False
+        if recovered.requeued or recovered.failed:
+            logger.warning(
+                "Recovered jobs left running under %s: %d requeued, %d failed.",
+                self.name,
+                recovered.requeued,
+                recovered.failed,
+            )
+        return True
 
     # --- the loop -------------------------------------------------------------------------
 
-    def _loop(self, wakeup: int) -> None:
+    def _loop(self) -> None:
         while True:
             now = time.monotonic()
             self._stop_overdue(now)
@@ -167,31 +163,11 @@ class Supervisor:
                 self._fill_and_dispatch()
                 if self.options.burst and self._drained():
                     return
-            if self._should_flush(now):
-                self._flush()
+            if self.results.flush_due(now, self._busy):
+                self.results.flush()
             for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
-                self._on_ready(*key.data, wakeup)
-
-    def _on_ready(self, kind: str, child: Child | None, wakeup: int) -> None:
-        if kind == "result":
-            if not self._collect(child):
-                self._on_child_exit(child)
-        elif kind == "exit":
-            self._on_child_exit(child)
-        elif kind == "listen":
-            self._on_notify()
-        elif kind == "wakeup":
-            with contextlib.suppress(BlockingIOError):
-                os.read(wakeup, 512)
-
-    def _should_flush(self, now: float) -> bool:
-        # Acknowledgements wait for a batch while children are busy; anything else, an
-        # idle moment, or an acknowledgement older than ACK_DELAY writes at once.
-        if self.failures or self.releases:
-            return True
-        if not self.acks:
-            return False
-        return len(self.acks) >= self.ack_batch or now >= self.oldest_ack + ACK_DELAY or not self._busy()
+                handle: Callable[[], None] = key.data
+                handle()
 
     def _busy(self) -> bool:
         return any(child.busy for lane in self.lanes for child in lane.children)
@@ -199,7 +175,7 @@ class Supervisor:
     def _drained(self) -> bool:
         if self._busy() or any(lane.buffer or lane.maybe_work for lane in self.lanes):
             return False
-        if self.acks or self.failures or self.releases:
+        if self.results:
             return False
         if not self.burst_rechecked:
             # One more look: a job may have become due while the last ones ran.
@@ -210,7 +186,7 @@ class Supervisor:
         return True
 
     def _wait_timeout(self, now: float) -> float:
-        if not self.stopping and now >= self.db_retry_at:
+        if not self.stopping and self.db.available(now):
             for lane in self.lanes:
                 if (lane.buffer or lane.maybe_work) and lane.idle:
                     return 0.0  # work to hand out right away
@@ -222,10 +198,11 @@ class Supervisor:
                     timeout = self._timeout(job.type)
                     if timeout:
                         deadlines.append(started + timeout)
-        if self.acks:
-            deadlines.append(self.oldest_ack + ACK_DELAY)
-        if self.db_retry_at > now:
-            deadlines.append(self.db_retry_at)
+        ack_deadline = self.results.ack_deadline()
+        if ack_deadline is not None:
+            deadlines.append(ack_deadline)
+        if self.db.retry_at > now:
+            deadlines.append(self.db.retry_at)
         return max(0.0, min(deadlines) - now)
 
     def _timeout(self, type_name: str) -> float | None:
@@ -242,8 +219,12 @@ class Supervisor:
         while len(lane.children) < lane.slots:
             child = Child(lane, self.name)
             lane.children.append(child)
-            self.selector.register(child.conn, selectors.EVENT_READ, ("result", child))
-            self.selector.register(child.process.sentinel, selectors.EVENT_READ, ("exit", child))
+            self.selector.register(
+                child.conn, selectors.EVENT_READ, functools.partial(self._on_message, child)
+            )
+            self.selector.register(
+                child.process.sentinel, selectors.EVENT_READ, functools.partial(self._on_child_exit, child)
+            )
 
     def _retire(self, child: Child) -> None:
         for target in (child.conn, child.process.sentinel):
@@ -264,15 +245,12 @@ class Supervisor:
             for lane in self.lanes:
                 lane.maybe_work = True
             self.next_poll = now + self.options.poll_interval
-        # Judge other workers dead only once this one has had the database for a full
-        # lease: after an outage (or at a start that may follow one) every heartbeat is
-        # old, and the workers still reconnecting are alive, their jobs still running.
-        if self._keep_alive(now) and now >= self.reap_from:
-            reaped = self._try_db(store.reap)
+        if self._keep_alive(now) and self.db.may_reap(now):
+            reaped = self.db.call(store.reap)
             if reaped and reaped.requeued:
                 for lane in self.lanes:
                     lane.maybe_work = True
-        if not self.listener.connected and self.listener.enabled and now >= self.db_retry_at:
+        if not self.listener.connected and self.listener.enabled and self.db.available(now):
             self._connect_listener()
 
     def _keep_alive(self, now: float) -> bool:
@@ -281,10 +259,10 @@ class Supervisor:
         Also while running jobs finish after SIGTERM: the grace period may outlast the
         lease, and another worker's reaper must not take back (and rerun) a job that is
         still running here."""
-        if now < self.next_heartbeat or now < self.db_retry_at:
+        if now < self.next_heartbeat or not self.db.available(now):
             return False
         self.next_heartbeat = now + settings.JOBS_HEARTBEAT_INTERVAL
-        self._try_db(store.heartbeat, self.name, self._held_ids())
+        self.db.call(store.heartbeat, self.name, self._held_ids())
         return True
 
     def _held_ids(self) -> list[int]:
@@ -292,9 +270,7 @@ class Supervisor:
         finished with a result not yet written (say during an outage)."""
         held = [job.id for lane in self.lanes for job in lane.buffer]
         held += [job.id for lane in self.lanes for child in lane.children for job in child.batch]
-        held += [job_id for job_id, _ in self.acks]
-        held += [job_id for job_id, _, _ in self.failures]
-        held += [job_id for job_id, _, _ in self.releases]
+        held += self.results.held_ids()
         return held
 
     def _fill_and_dispatch(self) -> None:
@@ -306,10 +282,10 @@ class Supervisor:
             if (
                 lane.maybe_work
                 and len(lane.buffer) < len(idle) * size
-                and time.monotonic() >= self.db_retry_at
+                and self.db.available(time.monotonic())
             ):
                 want = lane.claim_size(self.window, self.max_prefetch)
-                claimed = self._try_db(store.claim, self.name, lane.queues, want)
+                claimed = self.db.call(store.claim, self.name, lane.queues, want)
                 if claimed is not None:
                     lane.buffer.extend(claimed)
                     if claimed:
@@ -336,7 +312,7 @@ class Supervisor:
         try:
             queues = self.listener.drain()
         except Exception as exc:  # noqa: BLE001 - a broken listener is reconnected later
-            logger.warning("Lost the LISTEN connection (%s); polling until it is back.", _first_line(exc))
+            logger.warning("Lost the LISTEN connection (%s); polling until it is back.", first_line(exc))
             self._close_listener()
             return
         for lane in self.lanes:
@@ -350,11 +326,11 @@ class Supervisor:
         try:
             self.listener.connect()
         except OUTAGE_ERRORS as exc:
-            logger.warning("Cannot LISTEN (%s); polling until the database is back.", _first_line(exc))
+            logger.warning("Cannot LISTEN (%s); polling until the database is back.", first_line(exc))
             self.listener.close()
             return
         self.listener_fd = self.listener.fileno()
-        self.selector.register(self.listener_fd, selectors.EVENT_READ, ("listen", None))
+        self.selector.register(self.listener_fd, selectors.EVENT_READ, self._on_notify)
         for lane in self.lanes:  # notifications may have been missed meanwhile
             lane.maybe_work = True
 
@@ -369,29 +345,30 @@ class Supervisor:
 
     # --- results --------------------------------------------------------------------------
 
+    def _on_message(self, child: Child) -> None:
+        if not self._collect(child):
+            self._on_child_exit(child)
+
     def _collect(self, child: Child) -> bool:
         """Read one message from a child; False when its pipe is closed (it died)."""
         try:
-            message = child.conn.recv()
+            message = child.receive()
         except (EOFError, OSError):
             return False
-        if message[0] == "failed":
-            _, index, outcome = message
-            job = child.batch[index]
-            child.failed.add(index)
-            self._record_failure(job, Failure(*outcome), time.monotonic() - child.state[1], "failed")
+        if isinstance(message, JobFailed):
+            child.failed.add(message.position)
+            took = time.monotonic() - child.started
+            self._failed(child.batch[message.position], message.failure, took, "failed")
             return True
         batch, failed, took = child.finish()
         child.lane.observe(took, len(batch))
         for index, job in enumerate(batch):
             if index not in failed:
-                self._ack(job, took / len(batch))
+                self._succeeded(job, took / len(batch))
         return True
 
-    def _ack(self, job: ClaimedJob, took: float) -> None:
-        if not self.acks:
-            self.oldest_ack = time.monotonic()
-        self.acks.append((job.id, job.attempt))
+    def _succeeded(self, job: ClaimedJob, took: float) -> None:
+        self.results.ack(job)
         if self.log_jobs:
             logger.info(
                 "end %s #%d attempt %d/%d %.1fms succeeded",
@@ -402,8 +379,8 @@ class Supervisor:
                 took * 1000,
             )
 
-    def _record_failure(self, job: ClaimedJob, failure: Failure, took: float, what: str) -> None:
-        self.failures.append((job.id, job.attempt, failure))
+    def _failed(self, job: ClaimedJob, failure: Failure, took: float, what: str) -> None:
+        self.results.fail(job, failure)
         logger.warning(
             "end %s #%d attempt %d/%d %.1fms %s: %s",
             job.type,
@@ -440,16 +417,16 @@ class Supervisor:
         batch, failed, _ = child.finish()
         for position, job in enumerate(batch):
             if position < index and position not in failed:
-                self._ack(job, 0.0)
+                self._succeeded(job, 0.0)
             elif position > index:
-                self.releases.append((job.id, job.attempt, ""))
+                self.results.release(job)
         if index in failed:
             return
         took = time.monotonic() - started
         if failure is not None:
-            self._record_failure(culprit, failure, took, what)
+            self._failed(culprit, failure, took, what)
         else:
-            self.releases.append((culprit.id, culprit.attempt, release_message))
+            self.results.release(culprit, release_message)
             logger.warning(
                 "end %s #%d attempt %d/%d %.1fms cut off at shutdown, requeued",
                 culprit.type,
@@ -479,8 +456,7 @@ class Supervisor:
     def _release_buffers(self) -> None:
         for lane in self.lanes:
             while lane.buffer:
-                job = lane.buffer.popleft()
-                self.releases.append((job.id, job.attempt, ""))
+                self.results.release(lane.buffer.popleft())
 
     def _cut_off_running(self) -> None:
         for lane in self.lanes:
@@ -498,74 +474,8 @@ class Supervisor:
                 child.stop()
                 self._retire(child)
 
-    # --- database access ------------------------------------------------------------------
 
-    def _flush(self, force: bool = False) -> None:
-        """Write buffered results: acknowledgements in one statement, then failures."""
-        deadline = time.monotonic() + (30.0 if force else 0.0)
-        while self.acks or self.failures or self.releases:
-            if self._try_db(self._write_results) is not None or not force:
-                return
-            if time.monotonic() >= deadline:
-                logger.error(
-                    "Database still unreachable; %d results not written (their jobs will be reaped and rerun).",
-                    len(self.acks) + len(self.failures) + len(self.releases),
-                )
-                return
-            time.sleep(max(0.0, min(self.db_retry_at - time.monotonic(), 1.0)))
-
-    def _write_results(self) -> bool:
-        if self.acks:
-            store.complete(self.name, self.acks)
-            self.acks = []
-        while self.failures:
-            job_id, attempt, failure = self.failures[0]
-            store.fail(self.name, job_id, attempt, failure)
-            self.failures.pop(0)
-        if self.releases:
-            for message in {message for _, _, message in self.releases}:
-                store.release(self.name, [(i, a) for i, a, m in self.releases if m == message], message)
-            self.releases = []
-        return True
-
-    def _try_db(self, fn, *args):
-        """Run one store call; on an outage, back off and return None."""
-        if time.monotonic() < self.db_retry_at:
-            return None
-        try:
-            result = fn(*args)
-        except OUTAGE_ERRORS as exc:
-            self.db_backoff = min(max(self.db_backoff * 2, 0.25), 5.0)
-            self.db_retry_at = time.monotonic() + self.db_backoff
-            logger.warning("Database unreachable (%s); retrying in %.2fs.", _first_line(exc), self.db_backoff)
-            self._close_db()
-            self._close_listener()
-            return None
-        if self.db_backoff:
-            logger.warning("Database reachable again.")
-            self.db_backoff = 0.0
-            self.reap_from = time.monotonic() + settings.JOBS_WORKER_LEASE
-        return result
-
-    def _close_db(self) -> None:
-        try:
-            connection.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection may raise
-            connection.connection = None
-
-
-def _commit_asynchronously(sender, connection, **kwargs) -> None:
-    """The supervisor's own session commits without waiting for the WAL flush.
-
-    It only moves claimed jobs between states (claim, acknowledge, fail, heartbeat). If
-    PostgreSQL crashed before flushing such a commit, the job would be found running and
-    reaped, i.e. run again: never lost. Enqueues and the handlers' own writes (in the child
-    processes) stay synchronous. ``JOBS_WORKER_ASYNC_COMMIT=false`` turns this off.
-    """
-    if connection.vendor == "postgresql" and connection.alias == "default":
-        with connection.cursor() as cursor:
-            cursor.execute("SET synchronous_commit TO off")
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+def _drain_wakeup(wakeup: int) -> None:
+    """Empty the pipe a signal wrote to: the signal itself was handled by its handler."""
+    with contextlib.suppress(BlockingIOError):
+        os.read(wakeup, 512)

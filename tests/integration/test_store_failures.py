@@ -19,10 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _run_in_process(claimed: store.ClaimedJob, worker: str = "w1") -> store.Failure | None:
     """Run the handler as a child process would (same code, no fork): its real failure."""
-    outcome = child.run(
-        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker
-    )
-    return None if outcome is None else store.Failure(*outcome)
+    return child.run(claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker)
 
 
 def test_fail__requeues_with_the_exact_backoff_and_keeps_the_error():

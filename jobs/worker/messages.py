@@ -1,0 +1,95 @@
+"""What the supervisor and a child process tell each other, as small typed records.
+
+Supervisor → child, over the pipe: ``RunBatch`` (jobs to run in order, one at a time) or
+``Stop`` (exit; only ever sent between batches).
+
+Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch fails, and
+``BatchDone`` once every job of the batch has run (failed ones included).
+
+Child → supervisor, without a message: before each job the child writes the job's index in
+the batch and its start into a shared array (``SharedState``, at ``CURRENT`` and
+``STARTED``). After a crash or a timeout the supervisor reads there which job was hit,
+which ones finished before it and which never started.
+
+On the pipe the records travel as bare tuples and ``None``: pickling an instance of a
+class looks the class up by name on both sides, several microseconds a message, which the
+hot path would pay on every batch (and, for jobs sent as ``ClaimedJob``, on every job).
+``send`` and the two ``receive_*`` functions are the only code that knows that shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from jobs.store import Failure
+
+# The fields of ``jobs.store.ClaimedJob``: id, type, payload (JSON text), attempt, max attempts.
+JobFields = tuple[int, str, str, int, int]
+
+# Positions in the shared state array.
+CURRENT = 0  # index in the batch of the job running now
+STARTED = 1  # its start, in time.monotonic() seconds (a system-wide clock)
+
+
+class SharedState(Protocol):
+    """The shared array of two floats (``multiprocessing.RawArray("d", 2)``)."""
+
+    def __getitem__(self, index: int, /) -> float: ...
+
+    def __setitem__(self, index: int, value: float, /) -> None: ...
+
+
+class RunBatch(NamedTuple):
+    """Run these jobs in order, one at a time."""
+
+    jobs: Sequence[JobFields]
+
+
+class Stop(NamedTuple):
+    """Exit: the supervisor is shutting down."""
+
+
+class JobFailed(NamedTuple):
+    """The job at ``position`` in the current batch failed; the batch goes on."""
+
+    position: int  # not "index": a tuple's method
+    failure: Failure
+
+
+class BatchDone(NamedTuple):
+    """Every job of the current batch has run."""
+
+
+ToChild = RunBatch | Stop
+FromChild = JobFailed | BatchDone
+
+STOP = Stop()
+BATCH_DONE = BatchDone()
+
+
+def send(conn: Connection, message: ToChild | FromChild) -> None:
+    """Send a record in its wire shape (raises OSError when the other side is gone)."""
+    conn.send(_wire(message))
+
+
+def _wire(message: ToChild | FromChild) -> object:
+    if isinstance(message, RunBatch):
+        return [tuple(job) for job in message.jobs]  # plain tuples: see the module docstring
+    if isinstance(message, JobFailed):
+        return (message.position, message.failure)
+    return None  # Stop, or BatchDone: each direction has one record without content
+
+
+def receive_in_child(conn: Connection) -> ToChild:
+    """The supervisor's next record (blocks; EOFError when the supervisor is gone)."""
+    wire = conn.recv()
+    return STOP if wire is None else RunBatch(wire)
+
+
+def receive_in_supervisor(conn: Connection) -> FromChild:
+    """A child's next record (blocks; EOFError when the child is gone)."""
+    wire = conn.recv()
+    return BATCH_DONE if wire is None else JobFailed(*wire)

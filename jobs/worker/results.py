@@ -1,0 +1,137 @@
+"""The result buffer: outcomes of finished jobs, held until they are written.
+
+Acknowledgements of succeeded jobs wait, while children are busy, for a batch
+(``JOBS_ACK_BATCH``) or at most ``ACK_DELAY``, so that many are written in one statement.
+Failures and jobs handed back are written at the next flush. During a database outage
+everything stays here: the jobs remain this worker's (``held_ids`` keeps their heartbeat
+going once the database is back), and each write is fenced by worker and attempt, so a
+write retried after an outage cannot apply twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from jobs import store
+from jobs.store import ClaimedJob, Failure
+from jobs.worker.guard import DatabaseGuard
+
+logger = logging.getLogger("jobs.worker")
+
+ACK_DELAY = 0.05  # longest an acknowledgement waits for a batch while children are busy
+EXIT_FLUSH_TIMEOUT = 30.0  # how long a worker that is stopping tries to write its results
+
+
+class ResultStore(Protocol):
+    """The store verbs the buffer writes with (``jobs.store``; a fake in unit tests)."""
+
+    def complete(self, worker: str, done: Sequence[tuple[int, int]]) -> object: ...
+
+    def fail(self, worker: str, job_id: int, attempt: int, failure: Failure) -> object: ...
+
+    def release(self, worker: str, items: Sequence[tuple[int, int]], message: str = "") -> object: ...
+
+
+class ResultBuffer:
+    def __init__(
+        self,
+        worker: str,
+        guard: DatabaseGuard,
+        *,
+        ack_batch: int,
+        results_store: ResultStore = store,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        self.worker = worker
+        self._guard = guard
+        self._ack_batch = ack_batch
+        self._store = results_store
+        self._clock = clock
+        self._sleep = sleep
+        self._acks: list[tuple[int, int]] = []  # (job id, attempt)
+        self._oldest_ack = 0.0  # when the first of the waiting acknowledgements came in
+        self._failures: list[tuple[int, int, Failure]] = []
+        self._releases: list[tuple[int, int, str]] = []  # (job id, attempt, message for the row)
+
+    def __len__(self) -> int:
+        return len(self._acks) + len(self._failures) + len(self._releases)
+
+    # --- filling ------------------------------------------------------------------------
+
+    def ack(self, job: ClaimedJob) -> None:
+        """The job succeeded."""
+        if not self._acks:
+            self._oldest_ack = self._clock()
+        self._acks.append((job.id, job.attempt))
+
+    def fail(self, job: ClaimedJob, failure: Failure) -> None:
+        """The try failed: the store retries it later or fails it for good."""
+        self._failures.append((job.id, job.attempt, failure))
+
+    def release(self, job: ClaimedJob, message: str = "") -> None:
+        """Hand the job back as queued without using up its attempt (never started, or
+        cut off at shutdown); ``message`` says so on its row."""
+        self._releases.append((job.id, job.attempt, message))
+
+    def held_ids(self) -> list[int]:
+        """Jobs whose outcome is not written yet: still running as far as the database knows."""
+        held = [job_id for job_id, _ in self._acks]
+        held += [job_id for job_id, _, _ in self._failures]
+        held += [job_id for job_id, _, _ in self._releases]
+        return held
+
+    # --- writing ------------------------------------------------------------------------
+
+    def flush_due(self, now: float, children_busy: Callable[[], bool]) -> bool:
+        """Should the buffer be written now? Acknowledgements wait for a batch while
+        children are busy; anything else, an idle moment, or an acknowledgement older than
+        ACK_DELAY is written at once."""
+        if self._failures or self._releases:
+            return True
+        if not self._acks:
+            return False
+        return (
+            len(self._acks) >= self._ack_batch or now >= self._oldest_ack + ACK_DELAY or not children_busy()
+        )
+
+    def ack_deadline(self) -> float | None:
+        """When the waiting acknowledgements are due at the latest; None if there are none."""
+        return self._oldest_ack + ACK_DELAY if self._acks else None
+
+    def flush(self, *, force: bool = False) -> None:
+        """Write everything: acknowledgements in one statement, then failures, then
+        releases. On an outage it all stays for the next flush; with ``force`` (the worker
+        is stopping) it keeps trying for up to EXIT_FLUSH_TIMEOUT seconds."""
+        deadline = self._clock() + (EXIT_FLUSH_TIMEOUT if force else 0.0)
+        while self:
+            self._guard.call(self._write)
+            if not self or not force:
+                return
+            if self._clock() >= deadline:
+                logger.error(
+                    "Database still unreachable; %d results not written (their jobs will be reaped and rerun).",
+                    len(self),
+                )
+                return
+            self._sleep(max(0.0, min(self._guard.retry_at - self._clock(), 1.0)))
+
+    def _write(self) -> None:
+        # Each list is emptied only once written: an outage midway keeps the rest.
+        if self._acks:
+            self._store.complete(self.worker, self._acks)
+            self._acks = []
+        while self._failures:
+            job_id, attempt, failure = self._failures[0]
+            self._store.fail(self.worker, job_id, attempt, failure)
+            self._failures.pop(0)
+        if self._releases:
+            by_message: dict[str, list[tuple[int, int]]] = {}
+            for job_id, attempt, message in self._releases:
+                by_message.setdefault(message, []).append((job_id, attempt))
+            for message, items in by_message.items():
+                self._store.release(self.worker, items, message)
+            self._releases = []
