@@ -9,6 +9,7 @@ import pytest
 
 import jobs
 from tests.support.github import TOKEN, FakeGitHub
+from tests.support.job_states import wait_status
 from tests.support.servers import SilentServer
 from workspaces.errors import ProviderAnswerInvalid, ProviderRefused, ProviderUnavailable
 from workspaces.models import PullRequest, ReviewCapsule
@@ -267,3 +268,26 @@ def test_code_host__settings_select_github_and_the_stored_default_says_what_it_i
 )
 def test_repository_full_name__is_read_from_the_url(url, full_name):
     assert repository_full_name(RepositoryFactory.build(url=url)) == full_name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pull_request_sync__rate_limited_in_a_real_worker_waits_and_then_succeeds_on_one_attempt(
+    github, repository, start_worker
+):
+    github.add_pull(1, updated_at=_day(1))
+    github.trouble.append((429, {"Retry-After": "1"}, b'{"message": "secondary rate limit"}'))
+    job = jobs.enqueue("pullrequest.sync", {"repository_id": repository.pk})
+    start_worker(
+        "--concurrency",
+        "1",
+        "--poll-interval",
+        "0.1",
+        env={"CODE_HOST": "github", "GITHUB_API_URL": github.api_url, "GITHUB_TOKEN": TOKEN},
+    )
+
+    done = wait_status(job.pk, "succeeded", timeout=60)
+
+    assert (done.attempts, done.error) == (1, "")
+    assert PullRequest.objects.filter(repository=repository, number=1).exists()
+    statuses = [request.path for request in github.requests]
+    assert statuses.count("/repos/acme/api/pulls") == 2  # the 429, then the answer
