@@ -2,8 +2,12 @@
 working folder, then a checkout that is measured before it is written.
 
 Every git process runs:
-- with a deadline (``GIT_TIMEOUT``); past it the whole process group is killed, so no
-  helper (``git-remote-https``, ``upload-pack``) lives on;
+- within one deadline for the whole fetch (``GIT_TIMEOUT``, shorter than the job's own
+  timeout); past it git and every helper it started (``git-remote-https``, ``ssh``,
+  ``upload-pack``) are killed. git stays in the worker's process group, so a worker killed
+  as a whole takes them along; git dies with the job process that started it (a job stopped
+  on its own), and its transports give up on a host that stops sending (``http.lowSpeed*``,
+  ssh keep-alives);
 - with no terminal prompt, no system or global config, no hooks, no symlinks in the
   checkout, only the transports listed in ``PROTOCOLS`` (never ``ext::``), and a limit
   on the size of any file it writes (``REPOSITORY_MAX_BYTES``), so a huge pack is cut off
@@ -20,12 +24,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ctypes
 import logging
 import os
 import re
 import resource
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -49,9 +55,13 @@ CONFIG = [
     "submodule.recurse=false",
     # Keep every fetched pack as one file, so the file-size limit bounds it.
     "fetch.unpackLimit=1",
+    # A transfer slower than 1 kB/s for a minute is a host that stopped answering.
+    "http.lowSpeedLimit=1000",
+    "http.lowSpeedTime=60",
     "protocol.allow=never",
     *(f"protocol.{name}.allow=always" for name in PROTOCOLS),
 ]
+PR_SET_PDEATHSIG = 1  # prctl(2)
 MODE_LINK = "120000"
 MODE_SUBMODULE = "160000"
 # Failures that another try may get past: the network, the far side being busy.
@@ -169,6 +179,32 @@ def list_tree(git: Git, root: Path, commit: str) -> list[TreeEntry]:
     return entries
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the one that started it exits, so a job stopped by
+    its worker (its timeout, a shutdown) cannot leave git running on its own."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, read from /proc (Linux)."""
+    parents: dict[int, list[int]] = {}
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # "pid (comm) state ppid …": comm may hold spaces, so read after its last ")".
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat_file.parent.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in parents.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
 def _cut_off(root: Path, max_bytes: int) -> bool:
     """Whether a helper of git (``index-pack``) was stopped at the file-size limit: its
     partial pack is that size. The partial packs are removed either way."""
@@ -185,6 +221,7 @@ class Git:
     def __init__(self, limits: Limits, credential: str = "") -> None:
         self.limits = limits
         self.credential = credential
+        self.deadline = time.monotonic() + limits.timeout  # shared by every command of a fetch
 
     def environment(self) -> dict[str, str]:
         env = {
@@ -194,7 +231,10 @@ class Git:
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_ASKPASS": "/bin/false",
             "SSH_ASKPASS": "/bin/false",
-            "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new",
+            "GIT_SSH_COMMAND": (
+                "ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new -o ConnectTimeout=30 "
+                "-o ServerAliveInterval=15 -o ServerAliveCountMax=4"
+            ),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_PROTOCOL_FROM_USER": "0",
@@ -217,6 +257,7 @@ class Git:
         def limit_file_size() -> None:
             # Inherited by every helper git starts: no file it writes can pass the limit.
             resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+            _die_with_parent()
 
         process = subprocess.Popen(
             command,
@@ -224,11 +265,10 @@ class Git:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=self.environment(),
-            start_new_session=True,  # its own group, so a timeout kills every helper too
             preexec_fn=limit_file_size,  # noqa: PLW1509 - the child only calls setrlimit
         )
         try:
-            stdout, stderr = process.communicate(timeout=self.limits.timeout)
+            stdout, stderr = process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self._kill(process)
             raise RepositoryFetchFailed(
@@ -255,6 +295,8 @@ class Git:
     @staticmethod
     def _kill(process: subprocess.Popen) -> None:
         if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
+            # The helpers first found, then all killed: once git is gone they are no longer its children.
+            for pid in [*_descendants(process.pid), process.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             process.wait()

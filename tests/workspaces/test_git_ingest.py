@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+import jobs
 from tests.support.git_repos import Origin, git, http_backend
 from tests.support.servers import SilentServer
+from tests.support.waiting import wait_for
 from workspaces.errors import RepositoryFetchFailed, RepositoryRefused, RepositoryTooLarge
 from workspaces.models import Repository
 from workspaces.services import ingest
@@ -284,3 +286,25 @@ def _processes_mentioning(text: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ingest__git_dies_with_a_worker_that_is_killed_mid_fetch(start_worker, tmp_path):
+    silent = SilentServer()
+    try:
+        repository = RepositoryFactory(url=f"{silent.url}/hangs.git", metadata={})
+        jobs.enqueue("repository.ingest", {"repository_id": repository.pk})
+        worker = start_worker(
+            "--concurrency", "1", env={"GIT_TIMEOUT": "600", "REPOSITORIES_ROOT": str(tmp_path / "checkouts")}
+        )
+        wait_for(
+            lambda: silent.accepted and _processes_mentioning(silent.url),
+            timeout=60,
+            message="git to connect",
+        )
+
+        worker.kill_all()  # the machine loses the task: supervisor and job child at once
+
+        wait_for(lambda: not _processes_mentioning(silent.url), timeout=20, message="git to exit")
+    finally:
+        silent.close()
