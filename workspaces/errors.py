@@ -44,7 +44,8 @@ class RepositoryTooLarge(WorkspaceError, PermanentError):
 
 
 class ProviderRefused(WorkspaceError, PermanentError):
-    """The provider refused the credentials (401/403); another try cannot fix that."""
+    """The provider refused the request (401/403: the credentials; another 4xx: the request
+    itself); another try cannot fix that."""
 
 
 class ProviderAnswerInvalid(WorkspaceError, RetryableError):
