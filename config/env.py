@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -62,6 +63,35 @@ def choice(name: str, default: str, choices: Iterable[str]) -> str:
     value = env.str(name, default=default)
     if value not in allowed:
         raise ImproperlyConfigured(f"Setting {name} must be one of {', '.join(allowed)}, got {value!r}.")
+    return value
+
+
+def secret(name: str) -> str:
+    """A credential (a key, a token): read as it is, without django-environ's ``$VAR``
+    expansion; spaces or control characters in it are refused, and no message repeats it."""
+    value = env.ENVIRON.get(name, "")
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise ImproperlyConfigured(
+            f"Setting {name} holds spaces, line breaks or control characters; the value is not shown."
+        )
+    return value
+
+
+def url(name: str, default: str, *, schemes: Iterable[str] = ("http", "https")) -> str:
+    """An absolute URL with one of ``schemes``. The value is not repeated in the message:
+    a URL can carry credentials."""
+    allowed = tuple(schemes)
+    value = env.str(name, default=default)
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in allowed and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ImproperlyConfigured(
+            f"Setting {name} must be an absolute {' or '.join(allowed)} URL with a host; the value is not shown."
+        )
     return value
 
 

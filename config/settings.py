@@ -1,8 +1,9 @@
 """Settings, read from the environment through django-environ (see config/env.py).
 
 With no environment at all this runs on the embedded defaults: a SQLite file and a local
-folder under ``var/``, and the local rules classifier. Production sets ``DATABASE_URL`` to
-PostgreSQL, ``BLOB_STORAGE=s3`` and ``MODEL_PROVIDER=bedrock``.
+folder under ``var/``, the local rules classifier and the local digest. Production sets
+``DATABASE_URL`` to PostgreSQL, ``BLOB_STORAGE=s3`` and ``MODEL_PROVIDER=bedrock`` (or
+``openai`` with ``OPENAI_BASE_URL`` and ``OPENAI_MODEL``).
 """
 
 from pathlib import Path
@@ -166,11 +167,25 @@ STORAGES = {
     "blobs": _BLOBS,
 }
 
-# Classification: "local" rules (embedded default) or Amazon Bedrock's Converse API.
-MODEL_PROVIDER = env.choice("MODEL_PROVIDER", "local", ("local", "bedrock"))
+# Model calls, for the pipeline's classifier and the workspaces' AI jobs (language_models/):
+# "local" (the embedded default: the pipeline's rules classifier and an extractive digest
+# that says no model wrote it), Amazon Bedrock's Converse API, or any OpenAI-compatible
+# Chat Completions endpoint (OpenAI, or a model server of your own).
+MODEL_PROVIDER = env.choice("MODEL_PROVIDER", "local", ("local", "bedrock", "openai"))
+MODEL_TIMEOUT = env.number("MODEL_TIMEOUT", 30.0, minimum=0.1)
+MODEL_MAX_OUTPUT_TOKENS = env.integer("MODEL_MAX_OUTPUT_TOKENS", 1024, minimum=16)
+MODEL_MAX_PROMPT_CHARS = env.integer("MODEL_MAX_PROMPT_CHARS", 24_000, minimum=1000)
 BEDROCK_MODEL_ID = env.text("BEDROCK_MODEL_ID", "anthropic.claude-3-haiku-20240307-v1:0")
 BEDROCK_ENDPOINT_URL = env.text("BEDROCK_ENDPOINT_URL", AWS_ENDPOINT_URL)
-MODEL_TIMEOUT = env.number("MODEL_TIMEOUT", 30.0, minimum=0.1)
+OPENAI_BASE_URL = env.url("OPENAI_BASE_URL", "https://api.openai.com/v1")
+OPENAI_API_KEY = env.secret("OPENAI_API_KEY")
+OPENAI_MODEL = env.text("OPENAI_MODEL", "")
+OPENAI_JSON_MODE = env.flag("OPENAI_JSON_MODE", True)
+if MODEL_PROVIDER == "openai" and not OPENAI_MODEL:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("Setting OPENAI_MODEL is required when MODEL_PROVIDER=openai.")
+
 # Whether model calls are on before anyone flips the switch in the admin.
 MODEL_CALLS_DEFAULT = env.flag("MODEL_CALLS_DEFAULT", True)
 # The local classifier's rules: JSON {"label": ["keyword", ...]}; empty = built-in rules.
@@ -199,10 +214,6 @@ if env.text("EMAIL_HOST", ""):
 else:
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", "platform@localhost")
-# The AI jobs' text generator: a class with generate(prompt, *, task); the default is local
-# and deterministic.
-WORKSPACES_AI_GENERATOR = env.text("WORKSPACES_AI_GENERATOR", "workspaces.ai.generator.LocalGenerator")
-
 # Repositories: repository.ingest fetches each repository's URL with git (a shallow fetch)
 # into a working folder per repository under REPOSITORIES_ROOT. git runs with a timeout,
 # and a fetch or checkout over the size limit is stopped; past REPOSITORY_MAX_FILES files

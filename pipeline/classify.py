@@ -1,6 +1,7 @@
-"""Classification into labels. Providers: ``local`` (deterministic keyword rules from
-settings, the embedded default) and ``bedrock`` (Amazon Bedrock's Converse API, whose answer
-must be JSON of the agreed shape ``{"labels": ["invoice", ...]}``)."""
+"""Classification into labels. With ``MODEL_PROVIDER=local`` (the embedded default), by
+deterministic keyword rules from settings; otherwise by the configured model (Amazon
+Bedrock or an OpenAI-compatible endpoint, through ``language_models``), whose answer must be
+JSON of the agreed shape ``{"labels": ["invoice", ...]}``."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from pipeline.errors import ModelCallError
+import language_models
+from pipeline.errors import ModelCallError, ModelRateLimited
 
 DEFAULT_RULES: dict[str, list[str]] = {
     "invoice": ["invoice", "rechnung", "payment due", "amount due", "receipt"],
@@ -42,9 +43,9 @@ class Classification:
 
 def classify(subject: str, text: str) -> Classification:
     """Labels for one email from the configured provider; ModelCallError when it fails."""
-    if settings.MODEL_PROVIDER == "bedrock":
-        return classify_bedrock(subject, text)
-    return classify_local(subject, text)
+    if language_models.is_local():
+        return classify_local(subject, text)
+    return classify_with_model(subject, text)
 
 
 # --- local rules --------------------------------------------------------------------------
@@ -77,26 +78,7 @@ def classify_local(subject: str, text: str) -> Classification:
     return Classification(labels=labels, model="local-rules", raw_response=json.dumps({"labels": labels}))
 
 
-# --- Bedrock ------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=4)
-def _client(endpoint_url: str, region: str, timeout: float) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    config = Config(
-        connect_timeout=timeout,
-        read_timeout=timeout,
-        retries={"max_attempts": 1, "mode": "standard"},  # the job engine retries, with backoff
-    )
-    return boto3.client(
-        "bedrock-runtime", region_name=region, endpoint_url=endpoint_url or None, config=config
-    )
-
-
-def bedrock_client() -> Any:
-    return _client(settings.BEDROCK_ENDPOINT_URL, settings.AWS_REGION, settings.MODEL_TIMEOUT)
+# --- a model (Bedrock or an OpenAI-compatible endpoint, through language_models) ------------
 
 
 def validate_answer(text: str) -> list[str]:
@@ -115,27 +97,23 @@ def validate_answer(text: str) -> list[str]:
     return sorted(set(labels))
 
 
-def classify_bedrock(subject: str, text: str, client: Any = None) -> Classification:
-    from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
+def classify_with_model(subject: str, text: str) -> Classification:
+    prompt = language_models.Prompt(
+        task="email.classify",
+        instruction=f"Subject: {subject}\n\n{text[:PROMPT_CHARS]}",
+        system=SYSTEM_PROMPT,
+        json=True,
+        max_output_tokens=200,
+    )
+    try:
+        answer = language_models.complete(prompt)
+    except language_models.ModelError as exc:
+        raise _as_pipeline_error(exc) from exc
+    return Classification(labels=validate_answer(answer.text), model=answer.model, raw_response=answer.text)
 
-    client = client or bedrock_client()
-    model_id = settings.BEDROCK_MODEL_ID
-    prompt = f"Subject: {subject}\n\n{text[:PROMPT_CHARS]}"
-    try:
-        response = client.converse(
-            modelId=model_id,
-            system=[{"text": SYSTEM_PROMPT}],
-            messages=[{"role": "user", "content": [{"text": prompt}]}],
-            inferenceConfig={"maxTokens": 200, "temperature": 0.0},
-        )
-    except (ReadTimeoutError, ConnectTimeoutError) as exc:
-        raise ModelCallError(f"The model call timed out after {settings.MODEL_TIMEOUT}s: {exc}.") from exc
-    except (BotoCoreError, ClientError) as exc:
-        raise ModelCallError(f"The model call failed: {exc}.") from exc
-    try:
-        answer = "".join(
-            block["text"] for block in response["output"]["message"]["content"] if "text" in block
-        )
-    except (KeyError, TypeError) as exc:
-        raise ModelCallError(f"The model's response has no text answer: {exc!r}.") from None
-    return Classification(labels=validate_answer(answer), model=model_id, raw_response=answer)
+
+def _as_pipeline_error(exc: language_models.ModelError) -> ModelCallError:
+    """The pipeline records its own classes; every model failure is retried, as it always was."""
+    if isinstance(exc, language_models.ModelRateLimited):
+        return ModelRateLimited(str(exc), retry_after=exc.retry_after)
+    return ModelCallError(str(exc))

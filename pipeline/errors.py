@@ -1,6 +1,8 @@
 """The pipeline's exceptions. ``PipelineError`` is the root; each subclasses the engine's
-retryable or permanent error so the job engine knows whether another try can help."""
+retryable or permanent error so the job engine knows whether another try can help. The
+model errors are also of the platform's model-error family (``language_models``)."""
 
+import language_models
 from jobs import JobError, PermanentError, RetryableError
 
 
@@ -12,8 +14,12 @@ class EmailMissing(PipelineError, PermanentError):
     """The email row does not exist (deleted, or never committed)."""
 
 
-class ModelCallError(PipelineError, RetryableError):
+class ModelCallError(PipelineError, language_models.ModelCallError):
     """The model call failed: a timeout, an unreachable service, or an answer that is not the agreed JSON."""
+
+
+class ModelRateLimited(ModelCallError, language_models.ModelRateLimited):
+    """The model service asked us to slow down (HTTP 429)."""
 
 
 class IndexingError(PipelineError, RetryableError):

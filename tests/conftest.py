@@ -13,6 +13,7 @@ import pytest
 from django.db.backends.postgresql.operations import DatabaseOperations
 
 from tests.support.database import flush_by_delete
+from tests.support.model_server import ModelServer
 from tests.support.workers import WorkerProcess, worker_environment
 
 pytest_plugins = ["tests.moto_server"]
@@ -21,7 +22,7 @@ pytest_plugins = ["tests.moto_server"]
 # browser: it is slow, whatever
 # its module says. Tests that start a process themselves carry ``pytest.mark.slow``.
 SLOW_FIXTURES = frozenset(
-    {"start_worker", "moto_server", "moto_reset", "live_server", "browser", "httpserver"}
+    {"start_worker", "moto_server", "moto_reset", "live_server", "browser", "httpserver", "model_server"}
 )
 
 
@@ -74,3 +75,23 @@ def start_worker(worker_env, tmp_path) -> Iterator[Callable[..., WorkerProcess]]
     yield start
     for worker in started:
         worker.stop()
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    """A local model service answering like OpenAI's Chat Completions API and Bedrock's
+    Converse API, with the replies the test scripts."""
+    server = ModelServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def openai_model(settings, model_server: ModelServer) -> ModelServer:
+    """``MODEL_PROVIDER=openai`` pointed at the local model service, in this process."""
+    settings.MODEL_PROVIDER = "openai"
+    settings.OPENAI_BASE_URL = model_server.openai_url
+    settings.OPENAI_API_KEY = "sk-test-key"
+    settings.OPENAI_MODEL = "test-model"
+    settings.MODEL_TIMEOUT = 5.0
+    return model_server

@@ -216,14 +216,41 @@ class SourceItemAdmin(admin.ModelAdmin):
 
 @admin.register(models.AIArtifact)
 class AIArtifactAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "workspace", "kind", "model", "created_at", "bodies_purged_at"]
-    list_filter = ["kind"]
+    list_display = [
+        "__str__",
+        "workspace",
+        "kind",
+        "written_by",
+        "input_tokens",
+        "output_tokens",
+        "latency_ms",
+        "created_at",
+        "bodies_purged_at",
+    ]
+    list_filter = ["kind", "provider"]
+    readonly_fields = ["written_by", "provider", "model", "input_tokens", "output_tokens", "latency_ms"]
+
+    @admin.display(description="Written by", ordering="provider")
+    def written_by(self, artifact: models.AIArtifact) -> str:
+        if not artifact.written_by_model:
+            return "No model: an extractive digest of the recorded facts (MODEL_PROVIDER=local)"
+        return f"{artifact.model} ({artifact.provider})"
 
 
 @admin.register(models.Decision)
 class DecisionAdmin(admin.ModelAdmin):
-    list_display = ["title", "workspace", "status", "source", "created_at"]
+    list_display = ["title", "workspace", "status", "source", "proposed_by", "created_at"]
     list_filter = ["status"]
+    readonly_fields = ["evidence", "artifact", "fingerprint"]
+
+    @admin.display(description="Proposed by")
+    def proposed_by(self, decision: models.Decision) -> str:
+        if decision.artifact_id is None:
+            return "The decision phrases in its evidence (no model)"
+        return f"{decision.artifact.model} ({decision.artifact.provider})"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("artifact")
 
 
 @admin.register(models.ReviewCapsule)

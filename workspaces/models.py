@@ -237,7 +237,13 @@ class AIArtifact(models.Model):
         PullRequest, on_delete=models.CASCADE, null=True, blank=True, related_name="artifacts"
     )
     kind = models.CharField(max_length=50, help_text="The workflow or job that made it.")
+    # Who wrote the output: "local" is the extractive digest, written by no model.
+    provider = models.CharField(max_length=20, blank=True, default="")
     model = models.CharField(max_length=100, blank=True, default="")
+    # What the call cost, as the provider reported it (None: not a model, or not reported).
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
     prompt = models.TextField(blank=True, default="")
     output = models.TextField(blank=True, default="")
     data = models.JSONField(default=dict, blank=True)
@@ -258,9 +264,14 @@ class AIArtifact(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk}"
 
+    @property
+    def written_by_model(self) -> bool:
+        return self.provider != "local"
+
 
 class Decision(models.Model):
-    """A decision proposed by decisions.mine from the workspace record, for a human to confirm."""
+    """A decision proposed by decisions.mine from the workspace record, for a human to confirm,
+    with the statements it rests on (its evidence)."""
 
     class Status(models.TextChoices):
         PROPOSED = "proposed"
@@ -270,9 +281,16 @@ class Decision(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="decisions")
     title = models.CharField(max_length=500)
     source = models.CharField(max_length=200, help_text="Where it was found, e.g. 'pr:12' or 'item:PROJ-3'.")
-    # A hash of the statement, so mining the same record twice proposes nothing new.
+    # A hash of the statements it rests on, so mining the same record twice proposes nothing new.
     fingerprint = models.CharField(max_length=64)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    # [{"source": "pr:3#12", "quote": "We decided to …", "fingerprint": "…"}]: the statements
+    # the regex pass found in the record, quoted as they stand.
+    evidence = models.JSONField(default=list, blank=True)
+    # The model call that proposed it; none when the local rules did.
+    artifact = models.ForeignKey(
+        AIArtifact, on_delete=models.SET_NULL, null=True, blank=True, related_name="decisions"
+    )
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:

@@ -8,6 +8,7 @@ import pytest
 from botocore.stub import Stubber
 from django.db import OperationalError, connection
 
+import language_models
 from pipeline import classify, intake, process, search, switch
 from pipeline.errors import EmailMissing, ModelCallError
 from pipeline.models import EmailMessage, ErrorLogEntry, IndexRecord, Origin, PipelineRun, RunOutcome, Status
@@ -165,7 +166,7 @@ def bedrock(settings, monkeypatch):
     client = boto3.client(
         "bedrock-runtime", region_name="eu-central-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
-    monkeypatch.setattr(classify, "bedrock_client", lambda: client)
+    monkeypatch.setattr(language_models.bedrock, "bedrock_client", lambda: client)
     with Stubber(client) as stubber:
         yield stubber
 

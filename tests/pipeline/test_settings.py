@@ -32,7 +32,7 @@ def _setup(**env: str) -> subprocess.CompletedProcess:
     [
         ({"BLOB_STORAGE": "ftp"}, "BLOB_STORAGE must be one of local, s3"),
         ({"BLOB_STORAGE": "s3"}, "AWS_STORAGE_BUCKET_NAME is required"),
-        ({"MODEL_PROVIDER": "openai"}, "MODEL_PROVIDER must be one of local, bedrock"),
+        ({"MODEL_PROVIDER": "gpt"}, "MODEL_PROVIDER must be one of local, bedrock, openai"),
         ({"MODEL_TIMEOUT": "soon"}, "MODEL_TIMEOUT must be a number"),
         ({"SEARCH_INDEX": "maybe"}, "SEARCH_INDEX must be true or false"),
     ],

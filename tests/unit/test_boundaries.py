@@ -45,7 +45,7 @@ def _engine_modules_named(path: Path) -> list[str]:
 def test_domain_apps_import_only_the_engines_public_module():
     offenders = {
         str(path.relative_to(ROOT)): _engine_modules_named(path)
-        for app in ("pipeline", "workspaces")
+        for app in ("pipeline", "workspaces", "language_models")
         for path in sorted((ROOT / app).rglob("*.py"))
         if "migrations" not in path.parts and _engine_modules_named(path)
     }

@@ -113,9 +113,12 @@ def test_analyse__writes_a_summary_and_architecture_map_and_keeps_the_artifact()
     names = [c["name"] for c in repository.architecture["components"]]
     assert names == ["(root)", "app", "tests"]
     assert repository.architecture["entry_points"] == ["manage.py"]
-    assert repository.summary.startswith("Repository analyse [")
+    assert repository.summary.startswith("Repository analyse: no model wrote this")
+    assert "* Entry point: manage.py" in repository.summary
     artifact = AIArtifact.objects.get(repository=repository, kind="repository.analyse")
-    assert artifact.output == repository.summary and artifact.prompt
+    assert artifact.output == repository.summary and "- Entry point: manage.py" in artifact.prompt
+    assert (artifact.provider, artifact.model, artifact.input_tokens) == ("local", "local-digest", None)
+    assert not artifact.written_by_model and artifact.latency_ms is not None
 
 
 def test_analyse__is_deterministic():
@@ -153,7 +156,8 @@ def test_ai_workflow__runs_a_registered_workflow_and_persists_the_artifact():
     artifact = workflows.run_workflow("test_plan", pull.repository.workspace_id, pull_request_id=pull.pk)
     assert artifact.kind == "test_plan"
     assert artifact.repository_id == pull.repository_id
-    assert "* Exercise a.py" in artifact.output and "* Exercise b.py" in artifact.output
+    assert "* Changed file: a.py" in artifact.output and "* Changed file: b.py" in artifact.output
+    assert artifact.output.startswith("Test plan: no model wrote this")
 
 
 def test_ai_workflow__unknown_workflow_and_missing_subject_fail_permanently():
@@ -278,6 +282,11 @@ def test_decisions_mine__proposes_each_decision_once():
     titles = set(Decision.objects.values_list("title", flat=True))
     assert titles == {"Switch to PostgreSQL.", "We decided to drop Redis.", "Going forward we use OIDC."}
     assert set(Decision.objects.values_list("status", flat=True)) == {"proposed"}
+    redis = Decision.objects.get(title="We decided to drop Redis.")
+    assert redis.evidence == [
+        {"source": redis.source, "quote": "We decided to drop Redis.", "fingerprint": redis.fingerprint}
+    ]
+    assert redis.artifact is None  # the local rules proposed it, no model
 
 
 # --- workspace.provision ---------------------------------------------------------------------
@@ -315,7 +324,8 @@ def test_capsules__built_for_the_last_few_merged_pull_requests_once():
     numbers = sorted(ReviewCapsule.objects.values_list("pull_request__number", flat=True))
     assert numbers == [1, 2, 3, 4, 5]
     capsule = ReviewCapsule.objects.get(pull_request__number=1)
-    assert capsule.data["ci_status"] == "unknown" and capsule.summary.startswith("Capsules retrospective")
+    assert capsule.data["ci_status"] == "unknown"
+    assert capsule.summary.startswith("Capsules retrospective: no model wrote this")
 
 
 def test_capsule_summary_workflow__summarises_a_capsule():
@@ -324,7 +334,7 @@ def test_capsule_summary_workflow__summarises_a_capsule():
     artifact = workflows.run_workflow(
         "capsule_summary", pull.repository.workspace_id, pull_request_id=pull.pk
     )
-    assert "* title: " in artifact.output
+    assert "* Capsule title: " in artifact.output
 
 
 # --- retention.purge -------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 import jobs
 from jobs.models import Job, Status
+from tests.support.model_server import Received, Reply
 from workspaces.models import AIArtifact, Decision, Repository, ReviewCapsule, SourceItem, Workspace
 from workspaces.services.work_items import request_sync
 
@@ -100,3 +102,53 @@ def test_runworker__runs_each_workspace_job_type(start_worker, tmp_path):
         "We decided to adopt Go.",
         "Switch to Postgres.",
     }
+
+
+def test_runworker__ai_jobs_ask_the_configured_model_and_record_the_calls(start_worker, model_server):
+    def answer(request: Received) -> Reply:
+        if "repository limited" in request.prompt:
+            return Reply.error(429, "slow down", retry_after="60")
+        if request.wants_json:
+            return Reply.answer(json.dumps({"decisions": [{"title": "Build it in Go", "evidence": [1]}]}))
+        return Reply.answer(f"Written by the model about: {request.prompt.splitlines()[0]}", input_tokens=99)
+
+    model_server.responder = answer
+    repository = RepositoryFactory(ingested=True, name="shop")
+    pull = PullRequestFactory(repository=repository, number=1, title="We decided to adopt Go")
+    limited = RepositoryFactory(ingested=True, name="limited", workspace=repository.workspace)
+
+    jobs.enqueue("repository.analyse", {"repository_id": repository.pk})
+    jobs.enqueue(
+        "ai.workflow",
+        {"workflow": "test_plan", "workspace_id": repository.workspace_id, "pull_request_id": pull.pk},
+    )
+    jobs.enqueue("decisions.mine", {"workspace_id": repository.workspace_id})
+    jobs.enqueue("brain.derive", {"repository_id": limited.pk})
+
+    worker = start_worker(
+        "--burst",
+        env={
+            "MODEL_PROVIDER": "openai",
+            "OPENAI_BASE_URL": model_server.openai_url,
+            "OPENAI_MODEL": "test-model",
+            "OPENAI_API_KEY": "sk-test-key",
+            "MODEL_TIMEOUT": "10",
+        },
+    )
+    assert worker.wait(timeout=120) == 0, worker.log()
+
+    succeeded = set(Job.objects.filter(status=Status.SUCCEEDED).values_list("type", flat=True))
+    assert succeeded == {"repository.analyse", "ai.workflow", "decisions.mine"}, worker.log()
+    repository.refresh_from_db()
+    assert repository.summary.startswith("Written by the model about: Summarise repository shop")
+    plan = AIArtifact.objects.get(kind="test_plan")
+    assert (plan.model, plan.input_tokens, plan.output_tokens) == ("test-model", 99, 17)
+    assert plan.latency_ms is not None and "- Pull request #1: We decided to adopt Go" in plan.prompt
+    decision = Decision.objects.get()
+    assert decision.title == "Build it in Go" and decision.artifact.model == "test-model"
+    assert decision.evidence[0]["quote"] == "We decided to adopt Go."
+    # A 429 is a failed try for now, retried after the type's backoff: the switch to
+    # "retry at T without using an attempt" is language_models.errors.rate_limited.
+    limited_job = Job.objects.get(type="brain.derive")
+    assert (limited_job.status, limited_job.attempts) == (Status.QUEUED, 1)
+    assert "rate limiting" in limited_job.error and limited_job.run_at > timezone.now()

@@ -1,11 +1,13 @@
-"""Registered AI workflows: each builds a prompt from its subject; ``ai.workflow`` runs one
-by name through the generator and keeps the result as an artifact."""
+"""Registered AI workflows: each builds a prompt from its subject's recorded data;
+``ai.workflow`` runs one by name through the configured model and keeps its artifact."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from language_models import Prompt
+from workspaces.ai import facts
 from workspaces.errors import NotReady, UnknownWorkflow
 from workspaces.models import PullRequest, Repository, Workspace
 
@@ -17,7 +19,7 @@ class Subject:
     pull_request: PullRequest | None = None
 
 
-PromptBuilder = Callable[[Subject], str]
+PromptBuilder = Callable[[Subject], Prompt]
 _workflows: dict[str, PromptBuilder] = {}
 
 
@@ -48,31 +50,57 @@ def _need_pull_request(subject: Subject) -> PullRequest:
 
 
 @workflow("test_plan")
-def plan_tests(subject: Subject) -> str:
+def plan_tests(subject: Subject) -> Prompt:
     pull = _need_pull_request(subject)
-    lines = [f"Write a test plan for pull request #{pull.number}: {pull.title}", "Changed files:"]
-    lines += [f"- Exercise {path}" for path in pull.changed_files] or ["- No changed files recorded"]
-    if pull.ci_status:
-        lines.append(f"- Current CI status: {pull.ci_status}")
-    return "\n".join(lines)
+    repository = pull.repository
+    return Prompt(
+        task="test_plan",
+        instruction=(
+            f"Write a test plan for pull request #{pull.number} ({pull.title}) of repository "
+            f"{repository.name}. List, as numbered steps: what to check for each changed file, "
+            "the edge cases and failure paths the change could break, and what the recorded "
+            "checks already cover. Mark anything the facts cannot tell you as an open question."
+        ),
+        facts=(
+            *facts.pull_request(pull),
+            *facts.findings_in(repository, pull.changed_files),
+            f"Repository kind: {repository.kind or 'unclassified'}; main language: "
+            f"{repository.primary_language or 'unknown'}",
+        ),
+    )
 
 
 @workflow("capsule_summary")
-def capsule_summary(subject: Subject) -> str:
+def capsule_summary(subject: Subject) -> Prompt:
     pull = _need_pull_request(subject)
     capsule = getattr(pull, "capsule", None)
     if capsule is None:
         raise NotReady(f"Pull request #{pull.number} has no review capsule yet.")
-    lines = [f"Summarise the review capsule of #{pull.number}: {pull.title}"]
-    lines += [f"- {key}: {value}" for key, value in sorted(capsule.data.items())]
-    return "\n".join(lines)
+    recorded = [f"Capsule {key}: {value}" for key, value in sorted(capsule.data.items())]
+    return Prompt(
+        task="capsule_summary",
+        instruction=(
+            f"Summarise the review capsule of merged pull request #{pull.number} ({pull.title}) "
+            "in at most 150 words: what changed, the evidence that it was reviewed and tested "
+            "(checks, approvals), and what a reviewer should follow up."
+        ),
+        facts=(*recorded, *facts.pull_request(pull)),
+    )
 
 
 @workflow("workspace_overview")
-def workspace_overview(subject: Subject) -> str:
-    lines = [f"Give an overview of workspace {subject.workspace.name}"]
-    for repo in subject.workspace.repositories.order_by("name"):
-        lines.append(
-            f"- {repo.name}: {repo.kind or 'unclassified'}, {repo.primary_language or 'unknown language'}"
-        )
-    return "\n".join(lines)
+def workspace_overview(subject: Subject) -> Prompt:
+    repositories = subject.workspace.repositories.order_by("name")
+    lines = [
+        f"Repository {repo.name}: {repo.kind or 'unclassified'}, {repo.primary_language or 'unknown language'}, "
+        f"{repo.file_count} files"
+        for repo in repositories
+    ]
+    return Prompt(
+        task="workspace_overview",
+        instruction=(
+            f"Give an overview of workspace {subject.workspace.name} for a new team member: its "
+            "repositories, how they relate, and the work in progress. At most 200 words."
+        ),
+        facts=(*lines, *facts.work_items(subject.workspace)),
+    )

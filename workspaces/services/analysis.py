@@ -8,9 +8,11 @@ from pathlib import PurePosixPath
 from django.db import transaction
 from django.utils import timezone
 
-from workspaces.ai.generator import get_generator
+import language_models
+from language_models import Prompt
+from workspaces.ai import artifacts, facts
 from workspaces.errors import NotReady
-from workspaces.models import AIArtifact, Repository
+from workspaces.models import Repository
 from workspaces.services import Progress, load, no_progress
 from workspaces.services.ingest import LANGUAGES
 
@@ -36,16 +38,16 @@ def architecture_map(paths: list[str]) -> dict:
     }
 
 
-def summary_prompt(repository: Repository, architecture: dict) -> str:
-    lines = [f"Summarise repository {repository.name} for a new engineer."]
-    lines.append(
-        f"- Kind: {repository.kind or 'unknown'}; main language: {repository.primary_language or 'unknown'}"
+def summary_prompt(repository: Repository, architecture: dict) -> Prompt:
+    return Prompt(
+        task="repository.analyse",
+        instruction=(
+            f"Summarise repository {repository.name} for an engineer who is new to it, in at most "
+            "250 words: what it is for, how it is organised, where to start reading, and the "
+            "risks its findings point at."
+        ),
+        facts=(*facts.repository(repository, architecture), *facts.recent_pull_requests(repository)),
     )
-    lines.append(f"- {repository.file_count} files, {repository.line_count} lines")
-    lines += [f"- Component {c['name']}: {c['files']} files" for c in architecture["components"]]
-    lines += [f"- Entry point {path}" for path in architecture["entry_points"]]
-    lines += [f"- Finding {f['rule']} in {f['path'] or 'the repository'}" for f in repository.findings]
-    return "\n".join(lines)
 
 
 def analyse_repository(repository_id: int, progress: Progress = no_progress) -> Repository:
@@ -55,21 +57,19 @@ def analyse_repository(repository_id: int, progress: Progress = no_progress) -> 
     progress(10, "Mapping the architecture")
     architecture = architecture_map(repository.paths)
     prompt = summary_prompt(repository, architecture)
-    progress(40, "Writing the summary")
-    generation = get_generator().generate(prompt, task="repository.analyse")
+    progress(40, f"Writing the summary ({language_models.provider_name()})")
+    answer = language_models.complete(prompt)
     with transaction.atomic():
-        repository.summary = generation.text
+        repository.summary = answer.text
         repository.architecture = architecture
         repository.status = Repository.Status.ANALYSED
         repository.analysed_at = timezone.now()
         repository.save(update_fields=["summary", "architecture", "status", "analysed_at"])
-        AIArtifact.objects.create(
-            workspace_id=repository.workspace_id,
-            repository=repository,
+        artifacts.keep(
+            answer,
             kind="repository.analyse",
-            model=generation.model,
-            prompt=prompt,
-            output=generation.text,
+            workspace=repository.workspace_id,
+            repository=repository,
             data=architecture,
         )
     progress(100, "Analysed")

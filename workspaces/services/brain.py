@@ -5,9 +5,11 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from workspaces.ai.generator import get_generator
+import language_models
+from language_models import Prompt
+from workspaces.ai import artifacts, facts
 from workspaces.errors import NotReady
-from workspaces.models import AIArtifact, Repository, Workspace
+from workspaces.models import Repository, Workspace
 from workspaces.services import Progress, load, no_progress
 from workspaces.services.analysis import architecture_map
 
@@ -26,18 +28,36 @@ def repository_context(repository: Repository) -> dict:
     }
 
 
+def brain_prompt(repository: Repository) -> Prompt:
+    workspace = repository.workspace
+    known = [f"Summary so far: {repository.summary}"] if repository.summary else []
+    return Prompt(
+        task="brain.derive",
+        instruction=(
+            f"Describe in at most 120 words what repository {repository.name} contributes to "
+            f"workspace {workspace.name}: its role, what other parts rely on, and what a teammate "
+            "should know before changing it."
+        ),
+        facts=(
+            *facts.repository(repository),
+            *known,
+            *facts.recent_pull_requests(repository),
+            *facts.work_items(workspace),
+        ),
+    )
+
+
 def derive_brain(repository_id: int, progress: Progress = no_progress) -> Workspace:
     repository = load(Repository, repository_id)
     if repository.status == Repository.Status.NEW:
         raise NotReady(f"Repository {repository.name!r} has not been ingested yet.")
     progress(20, "Reading the repository")
     entry = repository_context(repository)
-    prompt = "\n".join(
-        [f"Describe what {repository.name} contributes to the workspace."]
-        + [f"- {key}: {value}" for key, value in entry.items() if value and key != "summary"]
-    )
-    generation = get_generator().generate(prompt, task="brain.derive")
-    entry["notes"] = generation.text
+    prompt = brain_prompt(repository)
+    progress(40, f"Asking the model ({language_models.provider_name()})")
+    answer = language_models.complete(prompt)
+    entry["notes"] = answer.text
+    entry["notes_by"] = answer.model if answer.written_by_model else "no model (local digest)"
     with transaction.atomic():
         # Locks the workspace row: two repositories of one workspace derived at once must
         # not overwrite each other's part of the context.
@@ -47,13 +67,6 @@ def derive_brain(repository_id: int, progress: Progress = no_progress) -> Worksp
         context["derived_at"] = timezone.now().isoformat()
         workspace.context = context
         workspace.save(update_fields=["context"])
-        AIArtifact.objects.create(
-            workspace=workspace,
-            repository=repository,
-            kind="brain.derive",
-            model=generation.model,
-            prompt=prompt,
-            output=generation.text,
-        )
+        artifacts.keep(answer, kind="brain.derive", workspace=workspace, repository=repository)
     progress(100, "Context updated")
     return workspace

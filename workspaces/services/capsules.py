@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from workspaces.ai.generator import get_generator
+import language_models
 from workspaces.models import PullRequest, Repository, ReviewCapsule
 from workspaces.services import Progress, load, no_progress
 from workspaces.services.pull_requests import refresh_merged
@@ -44,15 +44,18 @@ def build_retrospective(
         .order_by("-merged_at", "-number")[:limit]
     )
     todo = [pull for pull in recent if not hasattr(pull, "capsule")]
-    generator = get_generator()
     built = 0
     for index, pull in enumerate(todo, start=1):
         data = capsule_data(pull)
-        prompt = "\n".join(
-            [f"Capsule for #{pull.number}: {pull.title}"]
-            + [f"- {key}: {value}" for key, value in data.items()]
+        # The capsule's own summary quotes its evidence (no model on the ingestion queue);
+        # the "capsule_summary" workflow asks the model for one.
+        summary = language_models.digest(
+            language_models.Prompt(
+                task="capsules.retrospective",
+                instruction=f"Capsule for #{pull.number}: {pull.title}",
+                facts=tuple(f"{key}: {value}" for key, value in data.items()),
+            )
         )
-        summary = generator.generate(prompt, task="capsules.retrospective").text
         try:
             with transaction.atomic():
                 ReviewCapsule.objects.create(pull_request=pull, summary=summary, data=data)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from workspaces.ai import workflows
-from workspaces.ai.generator import get_generator
+import language_models
+from workspaces.ai import artifacts, workflows
 from workspaces.errors import NotReady
 from workspaces.models import AIArtifact, PullRequest, Repository, Workspace
 from workspaces.services import Progress, load, no_progress
@@ -27,16 +27,10 @@ def run_workflow(
         raise NotReady(f"Repository #{repository.pk} is not part of workspace #{workspace.pk}.")
     progress(10, f"Preparing {name}")
     prompt = build(workflows.Subject(workspace, repository, pull_request))
-    progress(30, "Generating")
-    generation = get_generator().generate(prompt, task=name)
-    artifact = AIArtifact.objects.create(
-        workspace=workspace,
-        repository=repository,
-        pull_request=pull_request,
-        kind=name,
-        model=generation.model,
-        prompt=prompt,
-        output=generation.text,
+    progress(30, f"Asking the model ({language_models.provider_name()})")
+    answer = language_models.complete(prompt)
+    artifact = artifacts.keep(
+        answer, kind=name, workspace=workspace, repository=repository, pull_request=pull_request
     )
     progress(100, f"Saved artifact #{artifact.pk}")
     return artifact

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('workspaces', '0002_job_keys_name_their_subject'),
+        ('workspaces', '0004_artifacts_record_the_model_call'),
     ]
 
     operations = [
