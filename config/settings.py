@@ -215,7 +215,7 @@ else:
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", "platform@localhost")
 # Repositories: repository.ingest fetches each repository's URL with git (a shallow fetch)
-# into a working folder per repository under REPOSITORIES_ROOT. git runs with a timeout,
+# into a working folder per repository under REPOSITORIES_ROOT. A fetch has GIT_TIMEOUT seconds,
 # and a fetch or checkout over the size limit is stopped; past REPOSITORY_MAX_FILES files
 # the rest are counted but not read.
 REPOSITORIES_ROOT = Path(env.text("REPOSITORIES_ROOT", str(VAR_DIR / "repositories")))
