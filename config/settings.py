@@ -240,3 +240,30 @@ if env.text("EMAIL_HOST", ""):
 else:
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", "platform@localhost")
+# Repositories: repository.ingest fetches each repository's URL with git (a shallow fetch)
+# into a working folder per repository under REPOSITORIES_ROOT. A fetch has GIT_TIMEOUT seconds,
+# and a fetch or checkout over the size limit is stopped; past REPOSITORY_MAX_FILES files
+# the rest are counted but not read.
+REPOSITORIES_ROOT = Path(env.text("REPOSITORIES_ROOT", str(VAR_DIR / "repositories")))
+GIT_TIMEOUT = env.number("GIT_TIMEOUT", 300.0, minimum=1.0)
+REPOSITORY_MAX_BYTES = env.integer("REPOSITORY_MAX_BYTES", 500 * 1024 * 1024, minimum=1024)
+REPOSITORY_MAX_FILES = env.integer("REPOSITORY_MAX_FILES", 20_000, minimum=1)
+# Credentials that arrive inside a repository URL are stored encrypted with the first of
+# these Fernet keys (comma-separated; older keys still decrypt, so a new key is prepended to
+# rotate). Empty: one key derived from SECRET_KEY.
+CREDENTIALS_KEYS = env.words("CREDENTIALS_KEYS")
+
+# The code host behind pullrequest.sync, checks.sync and capsules.retrospective: "stored"
+# (the embedded default: what Repository.metadata holds, no network) or "github" (the REST
+# API of github.com, or of GitHub Enterprise at GITHUB_API_URL, with GITHUB_TOKEN).
+CODE_HOST = env.choice("CODE_HOST", "stored", ("stored", "github"))
+GITHUB_API_URL = env.text("GITHUB_API_URL", "https://api.github.com")
+GITHUB_TOKEN = env.text("GITHUB_TOKEN", "")
+# Every provider's HTTP calls (see workspaces/providers/http.py): seconds to connect and to read, and
+# the largest answer read.
+HTTP_TIMEOUT = env.number("HTTP_TIMEOUT", 20.0, minimum=0.1)
+HTTP_MAX_RESPONSE_BYTES = env.integer("HTTP_MAX_RESPONSE_BYTES", 20 * 1024 * 1024, minimum=1024)
+if CODE_HOST == "github" and not GITHUB_TOKEN:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("Setting GITHUB_TOKEN is required when CODE_HOST=github.")
