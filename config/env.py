@@ -35,11 +35,13 @@ def number(name: str, default: float, *, minimum: float = 0.0) -> float:
     return value
 
 
-def integer(name: str, default: int, *, minimum: int = 0) -> int:
-    """An int setting, at least ``minimum``."""
+def integer(name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """An int setting, at least ``minimum`` (and at most ``maximum`` when given)."""
     value = _read(name, env.int, default, "a whole number")
     if value < minimum:
         raise ImproperlyConfigured(f"Setting {name} must be at least {minimum}, got {value}.")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"Setting {name} must be at most {maximum}, got {value}.")
     return value
 
 

@@ -159,7 +159,13 @@ if BLOB_STORAGE == "s3":
 else:
     _BLOBS = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": VAR_DIR / "blobs", "allow_overwrite": True},
+        # Raw emails are private: folders 0700 (every level the storage creates), files 0600.
+        "OPTIONS": {
+            "location": VAR_DIR / "blobs",
+            "allow_overwrite": True,
+            "directory_permissions_mode": 0o700,
+            "file_permissions_mode": 0o600,
+        },
     }
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -193,6 +199,26 @@ PIPELINE_CLASSIFIER_RULES = env.text("PIPELINE_CLASSIFIER_RULES", "")
 # Full-text index of each email's text (PostgreSQL tsvector; a plain-text fallback elsewhere).
 SEARCH_INDEX = env.flag("SEARCH_INDEX", True)
 SEARCH_CONFIG = env.text("SEARCH_CONFIG", "simple")
+# What one email may cost. Intake refuses a larger email before reading it into memory.
+PIPELINE_MAX_EMAIL_BYTES = env.integer("PIPELINE_MAX_EMAIL_BYTES", 50 * 1024 * 1024, minimum=1)
+# MIME structure: an email nested deeper or made of more parts fails at once, for good, with
+# the reason in the error log. Deeper nesting would exhaust Python's recursion limit; parts
+# are numbered in a small-integer column.
+PIPELINE_MAX_MIME_DEPTH = env.integer("PIPELINE_MAX_MIME_DEPTH", 50, minimum=1, maximum=200)
+PIPELINE_MAX_MIME_PARTS = env.integer("PIPELINE_MAX_MIME_PARTS", 1000, minimum=1, maximum=32767)
+# Characters of text kept per email, body and converted attachments together: text
+# extraction stops when they are reached.
+PIPELINE_MAX_TEXT = env.integer("PIPELINE_MAX_TEXT", 1_000_000, minimum=1)
+# PDF attachments: pages read, and content-stream tokens read per page (a 30 KB PDF can
+# hold a content stream of millions; a page over the budget is skipped, with a note).
+PIPELINE_PDF_MAX_PAGES = env.integer("PIPELINE_PDF_MAX_PAGES", 200, minimum=1)
+PIPELINE_PDF_PAGE_TOKENS = env.integer("PIPELINE_PDF_PAGE_TOKENS", 200_000, minimum=1)
+# Seconds a worker lets one try of email.process / email.sweep run before stopping it.
+PIPELINE_PROCESS_TIMEOUT = env.number("PIPELINE_PROCESS_TIMEOUT", 300.0, minimum=1.0)
+PIPELINE_SWEEP_TIMEOUT = env.number("PIPELINE_SWEEP_TIMEOUT", 300.0, minimum=1.0)
+# Rows an email's admin page lists of its attachments (and of its headers and parser
+# defects); the rest are counted, and the attachments are linked to a paginated list.
+PIPELINE_ADMIN_ROWS = env.integer("PIPELINE_ADMIN_ROWS", 100, minimum=1)
 
 # --- Work connections and webhooks (workspaces/) -----------------------------------------
 # Where workmanagement.sync reads a connection's items: "stored" (the embedded default for the
@@ -238,3 +264,30 @@ if env.text("EMAIL_HOST", ""):
 else:
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", "platform@localhost")
+# Repositories: repository.ingest fetches each repository's URL with git (a shallow fetch)
+# into a working folder per repository under REPOSITORIES_ROOT. A fetch has GIT_TIMEOUT seconds,
+# and a fetch or checkout over the size limit is stopped; past REPOSITORY_MAX_FILES files
+# the rest are counted but not read.
+REPOSITORIES_ROOT = Path(env.text("REPOSITORIES_ROOT", str(VAR_DIR / "repositories")))
+GIT_TIMEOUT = env.number("GIT_TIMEOUT", 300.0, minimum=1.0)
+REPOSITORY_MAX_BYTES = env.integer("REPOSITORY_MAX_BYTES", 500 * 1024 * 1024, minimum=1024)
+REPOSITORY_MAX_FILES = env.integer("REPOSITORY_MAX_FILES", 20_000, minimum=1)
+# Credentials that arrive inside a repository URL are stored encrypted with the first of
+# these Fernet keys (comma-separated; older keys still decrypt, so a new key is prepended to
+# rotate). Empty: one key derived from SECRET_KEY.
+CREDENTIALS_KEYS = env.words("CREDENTIALS_KEYS")
+
+# The code host behind pullrequest.sync, checks.sync and capsules.retrospective: "stored"
+# (the embedded default: what Repository.metadata holds, no network) or "github" (the REST
+# API of github.com, or of GitHub Enterprise at GITHUB_API_URL, with GITHUB_TOKEN).
+CODE_HOST = env.choice("CODE_HOST", "stored", ("stored", "github"))
+GITHUB_API_URL = env.text("GITHUB_API_URL", "https://api.github.com")
+GITHUB_TOKEN = env.text("GITHUB_TOKEN", "")
+# Every provider's HTTP calls (see workspaces/providers/http.py): seconds to connect and to read, and
+# the largest answer read.
+HTTP_TIMEOUT = env.number("HTTP_TIMEOUT", 20.0, minimum=0.1)
+HTTP_MAX_RESPONSE_BYTES = env.integer("HTTP_MAX_RESPONSE_BYTES", 20 * 1024 * 1024, minimum=1024)
+if CODE_HOST == "github" and not GITHUB_TOKEN:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("Setting GITHUB_TOKEN is required when CODE_HOST=github.")

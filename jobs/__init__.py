@@ -17,6 +17,10 @@ Enqueuing (the dedupe key comes from the payload, by the type's template):
     jobs.enqueue("email.process", {"email_id": 7})
     jobs.enqueue_many("email.process", [{"email_id": i} for i in ids])
 
+Steering a running job from its handler: ``raise jobs.PermanentError(...)`` fails it at
+once; ``raise jobs.RetryLater(reason, at=...)`` (or ``delay=``) puts it back in the queue
+for that time without using an attempt (a rate limit, a host asking to wait).
+
 Asking about the jobs of a key (the type's key fields, never the key itself):
 
     jobs.active_job("email.process", email_id=7)          # queued or running, or None
@@ -44,6 +48,7 @@ from jobs.errors import (
     JobError,
     PermanentError,
     RetryableError,
+    RetryLater,
     UnknownJobType,
 )
 from jobs.management.timer_command import TimerCommand
@@ -63,6 +68,7 @@ __all__ = [
     "JobError",
     "JobFunction",
     "PermanentError",
+    "RetryLater",
     "RetryableError",
     "TimerCommand",
     "UnknownJobType",

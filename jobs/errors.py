@@ -1,6 +1,10 @@
 """The engine's exceptions: what a handler raises to steer retries, and what callers get
 when they ask the engine for something it refuses."""
 
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
 
 class JobError(Exception):
     """A background job failed."""
@@ -15,6 +19,26 @@ class RetryableError(JobError):
 
 class PermanentError(JobError):
     """A failure that another try cannot fix; the job fails at once, without retries."""
+
+
+class RetryLater(JobError):
+    """Not a failure: the job cannot go on before a given time (a rate limit, a host asking
+    to wait). It goes back to the queue to run at ``at`` (or after ``delay`` seconds)
+    without using an attempt; ``reason`` is shown as the job's message.
+
+    ``raise jobs.RetryLater(at=reset, reason="GitHub rate limit for acme/api")``
+    """
+
+    def __init__(self, reason: str = "", *, at: datetime | None = None, delay: float | None = None) -> None:
+        if (at is None) == (delay is None):
+            raise ValueError("RetryLater takes either at= or delay=.")
+        if at is None:
+            at = datetime.now(UTC) + timedelta(seconds=max(0.0, float(delay or 0)))
+        elif at.tzinfo is None:
+            raise ValueError("RetryLater(at=...) needs an aware datetime.")
+        self.at = at
+        self.reason = reason or "Waiting for a rate limit."
+        super().__init__(self.reason)
 
 
 class JobTimeout(RetryableError):

@@ -1,10 +1,10 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, claim, complete, fail, release, heartbeat, set_progress, cancel,
-cancel_if_queued, retry, reap, recover_worker, prune. The worker calls these; it never
+enqueue, enqueue_many, claim, complete, fail, reschedule, release, heartbeat, set_progress,
+cancel, cancel_if_queued, retry, reap, recover_worker, prune. The worker calls these; it never
 writes SQL itself.
 
-Every fenced verb (complete, fail, release, set_progress) applies only while the job is
+Every fenced verb (complete, fail, reschedule, release, set_progress) applies only while the job is
 still running under the same worker and attempt, so a late result of a job that the reaper
 took back is dropped, never applied twice.
 """
@@ -359,6 +359,56 @@ def _record_attempt(job: Job, worker: str, failure: Failure) -> None:
         traceback=failure.traceback,
         outcome=job.status,
     )
+
+
+POSTPONED = "postponed"  # the outcome of a try that asked to run later (audit log)
+
+
+def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str) -> bool:
+    """Put a job that raised ``RetryLater`` back in the queue for ``at``: not a failure,
+    so its attempt is given back and its error kept as it was; ``reason`` becomes its
+    message. Recorded in the audit log with the outcome "postponed". False when the
+    result was fenced off."""
+    with transaction.atomic():
+        # Locks the one job row until it is queued again and the try is recorded.
+        job = _fenced(worker, job_id, attempt).select_for_update().first()
+        if job is None:
+            logger.warning("Dropped late reschedule of job %s try %s: no longer ours.", job_id, attempt)
+            return False
+        JobAttempt.objects.create(
+            job=job,
+            type=job.type,
+            attempt=job.attempts,
+            worker=worker,
+            started_at=job.started_at,
+            error_class="jobs.RetryLater",
+            error=reason,
+            outcome=POSTPONED,
+        )
+        job.status = Status.QUEUED
+        job.attempts -= 1
+        job.run_at = at
+        job.locked_by = None
+        job.started_at = job.heartbeat_at = None
+        job.progress = None
+        job.progress_message = ""
+        job.message = reason[:200]
+        job.save(
+            update_fields=[
+                "status",
+                "attempts",
+                "run_at",
+                "locked_by",
+                "started_at",
+                "heartbeat_at",
+                "progress",
+                "progress_message",
+                "message",
+            ]
+        )
+        if at <= timezone.now():
+            notify([job.queue])
+    return True
 
 
 def release(worker: str, items: Sequence[tuple[int, int]], message: str = "") -> int:

@@ -1,14 +1,18 @@
 """Admin for the pipeline: the email list (status, review, sender, subject, received,
-origin) with each email's runs, artifacts, errors and jobs on its page, a reprocess action,
-and the model-calls switch (who changed it and when is recorded on save)."""
+origin) with each email's runs, artifacts, errors and jobs on its page, a reprocess action
+(change permission), and the model-calls switch (who changed it and when is recorded on
+save). An email page lists at most ``PIPELINE_ADMIN_ROWS`` attachments (the rest on the
+attachments list, paginated) and shows its jobs' errors only to viewers of the jobs page."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from jobs import Job, jobs_for, register_admin_link
 from pipeline import switch
@@ -22,6 +26,7 @@ from pipeline.models import (
 )
 
 register_admin_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
+VIEW_JOBS = "platform.view_jobs"  # the permission of the engine's jobs page
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -43,9 +48,15 @@ class RunInline(ReadOnlyInline):
 
 
 class AttachmentInline(ReadOnlyInline):
+    """The first ``PIPELINE_ADMIN_ROWS`` attachments (positions run from 0 without gaps);
+    ``attachments_summary`` counts them all and links to the rest."""
+
     model = Attachment
     fields = ("position", "filename", "content_type", "size", "converted", "note", "text_preview")
     readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Attachment]:
+        return super().get_queryset(request).filter(position__lt=settings.PIPELINE_ADMIN_ROWS)
 
     @admin.display(description="text")
     def text_preview(self, obj: Attachment) -> str:
@@ -84,7 +95,9 @@ class EmailMessageAdmin(admin.ModelAdmin):
         "defects",
         "classification_info",
         "index_info",
+        "attachments_summary",
         "jobs",
+        "jobs_without_errors",
     )
     fieldsets = [
         (
@@ -104,13 +117,28 @@ class EmailMessageAdmin(admin.ModelAdmin):
         ("Origin and storage", {"fields": ("origin", "source", "blob_name", "size", "sha256")}),
         (
             "Artifacts",
-            {"fields": ("parsed_headers", "body_text", "defects", "classification_info", "index_info")},
+            {
+                "fields": (
+                    "parsed_headers",
+                    "body_text",
+                    "defects",
+                    "classification_info",
+                    "index_info",
+                    "attachments_summary",
+                )
+            },
         ),
         ("Jobs", {"fields": ("jobs",)}),
     ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # emails arrive through intake (import_mail, receive), never by hand
+
+    def get_fieldsets(self, request: HttpRequest, obj: EmailMessage | None = None) -> list:
+        if request.user.has_perm(VIEW_JOBS):
+            return self.fieldsets
+        # A job's error can tell what only viewers of the jobs page may see.
+        return [*self.fieldsets[:-1], ("Jobs", {"fields": ("jobs_without_errors",)})]
 
     @admin.display(description="origin", ordering="origin")
     def origin_link(self, obj: EmailMessage) -> str:
@@ -127,11 +155,15 @@ class EmailMessageAdmin(admin.ModelAdmin):
         parsed = self._parsed(obj)
         if parsed is None:
             return "-"
+        limit = settings.PIPELINE_ADMIN_ROWS
         return format_html(
-            "<table>{}</table>",
+            "<table>{}</table>{}",
             format_html_join(
-                "", "<tr><th>{}</th><td>{}</td></tr>", ((name, value[:300]) for name, value in parsed.headers)
+                "",
+                "<tr><th>{}</th><td>{}</td></tr>",
+                ((name, value[:300]) for name, value in parsed.headers[:limit]),
             ),
+            _more(len(parsed.headers) - limit, "header lines"),
         )
 
     @admin.display(description="text body")
@@ -146,7 +178,12 @@ class EmailMessageAdmin(admin.ModelAdmin):
     @admin.display(description="parser defects")
     def defects(self, obj: EmailMessage) -> str:
         parsed = self._parsed(obj)
-        return "; ".join(parsed.defects) if parsed and parsed.defects else "-"
+        if parsed is None or not parsed.defects:
+            return "-"
+        limit = settings.PIPELINE_ADMIN_ROWS
+        return format_html(
+            "{}{}", "; ".join(parsed.defects[:limit]), _more(len(parsed.defects) - limit, "defects")
+        )
 
     @admin.display(description="classification")
     def classification_info(self, obj: EmailMessage) -> str:
@@ -168,16 +205,40 @@ class EmailMessageAdmin(admin.ModelAdmin):
             return "-"
         return f"{len(record.text)} characters indexed at {record.indexed_at}"
 
+    @admin.display(description="attachments")
+    def attachments_summary(self, obj: EmailMessage) -> str:
+        count = obj.attachments.count() if obj.pk else 0
+        limit = settings.PIPELINE_ADMIN_ROWS
+        if count <= limit:
+            return str(count)
+        url = reverse("admin:pipeline_attachment_changelist") + f"?email__id__exact={obj.pk}"
+        return format_html(
+            '{} attachments: the first {} are listed below, and {} more on <a href="{}">the list of all {}</a>.',
+            f"{count:,}",
+            limit,
+            f"{count - limit:,}",
+            url,
+            f"{count:,}",
+        )
+
     @admin.display(description="email.process jobs")
     def jobs(self, obj: EmailMessage) -> str:
+        return self._jobs_table(obj, errors=True)
+
+    @admin.display(description="email.process jobs")
+    def jobs_without_errors(self, obj: EmailMessage) -> str:
+        return self._jobs_table(obj, errors=False)
+
+    def _jobs_table(self, obj: EmailMessage, *, errors: bool) -> str:
         rows = jobs_for(PROCESS_JOB, email_id=obj.pk)[:20] if obj.pk else []
         if not rows:
             return "-"
         return format_html(
-            "<table><tr><th>job</th><th>status</th><th>tries</th><th>created</th><th>error</th></tr>{}</table>",
+            "<table><tr><th>job</th><th>status</th><th>tries</th><th>created</th>{}</tr>{}</table>",
+            mark_safe("<th>error</th>") if errors else "",
             format_html_join(
                 "",
-                "<tr><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td>{}</tr>",
                 (
                     (
                         _job_link(job),
@@ -185,14 +246,14 @@ class EmailMessageAdmin(admin.ModelAdmin):
                         job.attempts,
                         job.max_attempts,
                         job.created_at,
-                        job.error[:200],
+                        format_html("<td>{}</td>", job.error[:200]) if errors else "",
                     )
                     for job in rows
                 ),
             ),
         )
 
-    @admin.action(description="Reprocess selected emails")
+    @admin.action(description="Reprocess selected emails", permissions=["change"])
     def reprocess(self, request: HttpRequest, queryset: QuerySet[EmailMessage]) -> None:
         queued = 0
         for email in queryset.select_related(None).only("pk")[:1000]:
@@ -202,12 +263,50 @@ class EmailMessageAdmin(admin.ModelAdmin):
         self.message_user(request, f"Queued {queued} email(s) for processing.", messages.SUCCESS)
 
 
+def _more(count: int, what: str) -> str:
+    return format_html("<p>… and {} more {}.</p>", f"{count:,}", what) if count > 0 else ""
+
+
 def _job_link(job: Job) -> str:
     try:
         url = reverse("admin:platform_job_change", args=[job.pk])
     except NoReverseMatch:
         return f"#{job.pk}"
     return format_html('<a href="{}">#{}</a>', url, job.pk)
+
+
+@admin.register(Attachment)
+class AttachmentAdmin(admin.ModelAdmin):
+    """All attachments of an email (``?email__id__exact=<id>``), paginated: the email's page
+    lists only the first ``PIPELINE_ADMIN_ROWS``. Read-only, like every artifact."""
+
+    list_display = ("position", "email_link", "filename", "content_type", "size", "converted", "note")
+    list_display_links = None
+    list_per_page = 100
+    show_full_result_count = False
+    fields = ("email", "position", "filename", "content_type", "size", "converted", "note", "text_preview")
+    readonly_fields = fields
+
+    @admin.display(description="email", ordering="email")
+    def email_link(self, obj: Attachment) -> str:
+        url = reverse("admin:pipeline_emailmessage_change", args=[obj.email_id])
+        return format_html('<a href="{}">#{}</a>', url, obj.email_id)
+
+    @admin.display(description="text")
+    def text_preview(self, obj: Attachment) -> str:
+        return format_html("<pre style='white-space: pre-wrap'>{}</pre>", obj.text[:5000])
+
+    def get_model_perms(self, request: HttpRequest) -> dict[str, bool]:
+        return {}  # not in the admin index: reached from an email's page
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 @admin.register(ModelCallSwitch)

@@ -43,3 +43,8 @@ def write(raw: bytes, sha256: str) -> str:
 def read(name: str) -> bytes:
     with storage().open(name, "rb") as handle:
         return handle.read()
+
+
+def delete(name: str) -> None:
+    """Remove a blob that no row refers to."""
+    storage().delete(name)

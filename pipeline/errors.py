@@ -28,3 +28,12 @@ class IndexingError(PipelineError, RetryableError):
 
 class UnreadableEmail(PipelineError, ValueError):
     """The input is not an email at all (empty, or could not be read)."""
+
+
+class EmailTooLarge(UnreadableEmail):
+    """The email is larger than PIPELINE_MAX_EMAIL_BYTES."""
+
+
+class UnprocessableEmail(PipelineError, PermanentError):
+    """The email cannot be processed as it is (nested too deep, too many parts, or its
+    structure breaks the parser): another try would fail the same way."""

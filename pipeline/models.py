@@ -11,6 +11,8 @@ Business status of an email (separate from the status of its ``email.process`` j
         └─► duplicate   a copy of an email already recorded: linked to its origin, finished.
 
     any status ──► failed     a model error or an unexpected error; the job is retried
+                              (an email the parser cannot take fails for good at once:
+                              marked for review, its run closed, the reason in the log)
     failed ──► received       a retry or a reprocess starts again from the top
 
 ``needs_review`` is a flag, not a status: the sweeper sets it when a run was swept three

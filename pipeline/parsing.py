@@ -4,10 +4,16 @@ tolerant of broken input: whatever cannot be read is recorded as a defect, never
 Each step reads an email once. Intake parses the headers only and stores their ``summary``
 (Message-ID, sender, subject) on the email's row; processing parses the whole email once
 (``parse``) and takes the summary from the row, so the two can never disagree.
+
+Every string it returns can be stored (``storable.text``). The parser is bounded: an email
+nested deeper than ``PIPELINE_MAX_MIME_DEPTH`` or made of more than ``PIPELINE_MAX_MIME_PARTS``
+parts stops it at once with ``UnprocessableEmail``, a permanent error, as does anything else
+the parser raises on (parsing the same bytes again fails the same way).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -16,8 +22,12 @@ from email.header import decode_header, make_header
 from email.message import EmailMessage as MimeMessage
 from email.message import Message
 from email.parser import BytesParser
+from typing import Any
 
-from pipeline import convert
+from django.conf import settings
+
+from pipeline import convert, storable
+from pipeline.errors import UnprocessableEmail
 
 # Headers added in transit: two deliveries of one email differ only in these.
 TRACE_HEADERS = {"received", "return-path", "delivered-to", "x-original-to", "x-received", "envelope-to"}
@@ -52,14 +62,14 @@ class Parsed:
 
 
 def header(msg: Message, name: str) -> str:
-    """A header as text; a value the policy cannot parse falls back to its raw form."""
+    """A header as storable text; a value the policy cannot parse falls back to its raw form."""
     try:
         value = msg.get(name)
-        return "" if value is None else str(value)
+        return "" if value is None else storable.text(str(value))
     except Exception:  # noqa: BLE001 - a malformed header must not stop the pipeline
         for key, raw in msg.raw_items():
             if key.lower() == name.lower():
-                return _decode_raw(raw)
+                return storable.text(_decode_raw(raw))
         return ""
 
 
@@ -81,13 +91,52 @@ def normalise_message_id(value: str) -> str:
     return f"<{local}@{domain.lower()}>" if at else f"<{inner}>"
 
 
+class _Budget:
+    """What is left of one email's allowance of MIME parts, and how deep they may nest."""
+
+    def __init__(self) -> None:
+        self.parts_left = settings.PIPELINE_MAX_MIME_PARTS
+        self.max_depth = settings.PIPELINE_MAX_MIME_DEPTH
+
+
+class _BoundedPart(MimeMessage):
+    """A MIME part as the parser builds it (``policy.message_factory``): it draws on its
+    email's part budget when created, and knows its depth when attached to its parent, so
+    the parser stops at the first part over a limit instead of reading the rest."""
+
+    def __init__(self, policy: Any = None, *, budget: _Budget) -> None:
+        super().__init__(policy)
+        self._budget = budget
+        self.depth = 1
+        budget.parts_left -= 1
+        if budget.parts_left < 0:
+            raise UnprocessableEmail(
+                f"The email has more than {settings.PIPELINE_MAX_MIME_PARTS:,} MIME parts "
+                "(PIPELINE_MAX_MIME_PARTS)."
+            )
+
+    def attach(self, payload: Any) -> None:
+        if isinstance(payload, _BoundedPart):
+            payload.depth = self.depth + 1
+            if payload.depth > self._budget.max_depth:
+                raise UnprocessableEmail(
+                    f"The email's MIME parts are nested more than {self._budget.max_depth} levels deep "
+                    "(PIPELINE_MAX_MIME_DEPTH)."
+                )
+        super().attach(payload)
+
+
 def read(raw: bytes, *, headers_only: bool = False) -> MimeMessage:
     """Raw bytes as a message: the only place the pipeline runs the parser.
 
     ``headers_only`` stops after the header block (the rest stays one unparsed payload);
-    the headers come out exactly as in a full parse.
+    the headers come out exactly as in a full parse. Raises UnprocessableEmail when the
+    email is over the MIME limits.
     """
-    parser = BytesParser(policy=policy.default)  # builds email.message.EmailMessage objects
+    # Parts are built as _BoundedPart objects (email.message.EmailMessage, as policy.default
+    # builds them) sharing one budget.
+    bounded = policy.default.clone(message_factory=functools.partial(_BoundedPart, budget=_Budget()))
+    parser = BytesParser(policy=bounded)
     return parser.parsebytes(raw, headersonly=headers_only)
 
 
@@ -97,7 +146,7 @@ def summary(raw: bytes) -> Summary:
 
 
 def summarize(msg: Message) -> Summary:
-    """The header summary of a message already parsed."""
+    """The header summary of a message already parsed (storable text)."""
     return Summary(
         message_id=normalise_message_id(header(msg, "message-id")),
         sender=header(msg, "from"),
@@ -133,20 +182,39 @@ def content_key(raw: bytes) -> str:
 
 
 def parse(raw: bytes) -> Parsed:
-    """Parse a whole email as far as it goes; defects are collected, not raised."""
+    """Parse a whole email as far as it goes; defects are collected, not raised.
+
+    Raises UnprocessableEmail (permanent) when the email is over the MIME limits or the
+    parser fails on it. Text is kept up to ``PIPELINE_MAX_TEXT`` characters for the whole
+    email: the body first, then the attachments in order.
+    """
+    try:
+        return _parse(raw)
+    except (UnprocessableEmail, MemoryError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the same bytes would fail the same way again
+        reason = storable.text(f"{type(exc).__name__}: {exc}")[:500]
+        raise UnprocessableEmail(f"The email cannot be parsed: {reason}") from None
+
+
+def _parse(raw: bytes) -> Parsed:
     msg = read(raw)
     defects: list[str] = []
-    for part in msg.walk():
-        defects.extend(f"{type(defect).__name__}: {defect}" for defect in part.defects)
+    for node in msg.walk():
+        defects.extend(storable.text(f"{type(defect).__name__}: {defect}") for defect in node.defects)
+    text_left = settings.PIPELINE_MAX_TEXT
     body_part = _body_part(msg, defects)
     body_text = _part_text(body_part, defects) if body_part is not None else ""
     if body_part is not None and body_part.get_content_type() == "text/html":
         body_text = convert.html_to_text(body_text)
-    attachments = [
-        _attachment(position, part, defects)
-        for position, part in enumerate(_attachment_parts(msg, body_part))
-    ]
-    headers = [(name, _safe_str(value)) for name, value in _items(msg, defects)]
+    body_text = body_text[:text_left]
+    text_left -= len(body_text)
+    attachments = []
+    for position, part in enumerate(_attachment_parts(msg, body_part)):
+        attachment = _attachment(position, part, defects, text_left)
+        text_left -= len(attachment.text or "")
+        attachments.append(attachment)
+    headers = [(storable.text(name), storable.text(value)) for name, value in _items(msg, defects)]
     return Parsed(
         headers=headers,
         body_text=body_text,
@@ -161,36 +229,54 @@ def _items(msg: Message, defects: list[str]) -> list[tuple[str, str]]:
         try:
             items.append((name, str(msg.policy.header_fetch_parse(name, raw))))
         except Exception as exc:  # noqa: BLE001
-            defects.append(f"HeaderDefect: {name}: {exc}")
+            defects.append(storable.text(f"HeaderDefect: {name}: {exc}"))
             items.append((name, _decode_raw(raw)))
     return items
-
-
-def _safe_str(value: str) -> str:
-    # Undecodable bytes come back as surrogates, which PostgreSQL cannot store.
-    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("\x00", "")
 
 
 def _body_part(msg: MimeMessage, defects: list[str]) -> Message | None:
     try:
         part = msg.get_body(preferencelist=("plain", "html"))
     except Exception as exc:  # noqa: BLE001
-        defects.append(f"BodyDefect: {exc}")
+        defects.append(storable.text(f"BodyDefect: {exc}"))
         part = None
     if part is None and not msg.is_multipart() and msg.get_content_maintype() in ("text", ""):
         part = msg
     return part
 
 
-def _part_text(part: Message, defects: list[str]) -> str:
+def charset(part: Message) -> str | None:
+    """The part's declared charset, lowercased; None when it has none or it cannot be read."""
     try:
-        return _safe_str(part.get_content())  # type: ignore[attr-defined]
-    except Exception as exc:  # noqa: BLE001 - unknown charset, broken transfer encoding…
-        defects.append(f"ContentDefect: {type(exc).__name__}: {exc}")
-    payload = part.get_payload(decode=True) or b""
+        return part.get_content_charset()
+    except Exception:  # noqa: BLE001 - an RFC 2231 charset value naming a codec with NUL…
+        return None
+
+
+def _part_text(part: Message, defects: list[str]) -> str:
+    declared = charset(part)
+    if declared is not None and convert.text_codec(declared) is None:
+        # Python's decoders raise on these, or (unicode_escape) turn the body into escapes.
+        defects.append(
+            storable.text(f"CharsetDefect: cannot decode text in charset {declared!r}: read as UTF-8")
+        )
+        return convert.decode(_payload(part, defects), None)
+    try:
+        return storable.text(part.get_content())  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001 - a broken transfer encoding…
+        defects.append(storable.text(f"ContentDefect: {type(exc).__name__}: {exc}"))
+    return convert.decode(_payload(part, defects), declared)
+
+
+def _payload(part: Message, defects: list[str]) -> bytes:
+    try:
+        payload = part.get_payload(decode=True) or b""
+    except Exception as exc:  # noqa: BLE001
+        defects.append(storable.text(f"PayloadDefect: {type(exc).__name__}: {exc}"))
+        return b""
     if isinstance(payload, str):
-        return _safe_str(payload)
-    return convert.decode(payload, part.get_content_charset())
+        return payload.encode("utf-8", "surrogateescape")
+    return payload if isinstance(payload, bytes) else b""
 
 
 def _attachment_parts(msg: Message, body_part: Message | None) -> list[Message]:
@@ -215,24 +301,21 @@ def _attachment_parts(msg: Message, body_part: Message | None) -> list[Message]:
     return found
 
 
-def _attachment(position: int, part: Message, defects: list[str]) -> AttachmentPart:
+def _attachment(position: int, part: Message, defects: list[str], text_left: int) -> AttachmentPart:
     content_type = part.get_content_type()
     try:
         filename = part.get_filename() or ""
     except Exception:  # noqa: BLE001
         filename = ""
-    try:
-        payload = part.get_payload(decode=True) or b""
-    except Exception as exc:  # noqa: BLE001
-        defects.append(f"AttachmentDefect: {exc}")
-        payload = b""
-    if isinstance(payload, str):
-        payload = payload.encode("utf-8", "surrogateescape")
-    text, note = convert.to_text(content_type, payload, part.get_content_charset())
+    payload = _payload(part, defects)
+    if text_left <= 0 and content_type in ("text/plain", "text/html", "application/pdf"):
+        text, note = None, "not converted: the email's text limit was reached (PIPELINE_MAX_TEXT)"
+    else:
+        text, note = convert.to_text(content_type, payload, charset(part), limit=max(text_left, 0))
     return AttachmentPart(
         position=position,
-        filename=_safe_str(filename)[:500],
-        content_type=content_type[:200],
+        filename=storable.text(filename)[:500],
+        content_type=storable.text(content_type)[:200],
         size=len(payload),
         text=text,
         note=note,

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from pipeline import blobs, classify, origins, parsing, runs, search, switch
+from jobs import PermanentError
+from pipeline import blobs, classify, origins, parsing, runs, search, storable, switch
 from pipeline.errors import EmailMissing, IndexingError
 from pipeline.models import (
     Attachment,
@@ -40,9 +41,11 @@ def _quiet(percent: float, message: str = "") -> None:
 def process_email(email_id: int, *, job_id: int | None = None, progress: Progress = _quiet) -> str:
     """Run the pipeline for one email; returns the outcome.
 
-    Raises EmailMissing (permanent) for a missing row, ModelCallError (retryable) for a
-    failed model call, and re-raises anything unexpected after logging it, so the engine
-    retries with backoff. An unreachable index is not raised: the email is partially indexed.
+    Raises EmailMissing (permanent) for a missing row, UnprocessableEmail (permanent) for
+    an email the parser cannot take (the email is failed and marked for review, its run
+    closed), ModelCallError (retryable) for a failed model call, and re-raises anything
+    unexpected after logging it, so the engine retries with backoff. An unreachable index is
+    not raised: the email is partially indexed.
     """
     email = EmailMessage.objects.filter(pk=email_id).first()
     if email is None:
@@ -52,7 +55,10 @@ def process_email(email_id: int, *, job_id: int | None = None, progress: Progres
         return _run(email, run, job_id, progress)
     except Exception as exc:
         try:
-            runs.fail(email, run, job_id, exc)
+            if isinstance(exc, PermanentError):
+                runs.fail_for_good(email, run, job_id, exc)
+            else:
+                runs.fail(email, run, job_id, exc)
         except DatabaseError:  # the database itself is down: the engine's retry will tell
             logger.exception("Could not record the failure of email #%s.", email_id)
         raise
@@ -93,7 +99,10 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
     with transaction.atomic():
         Classification.objects.filter(email=email).delete()
         Classification.objects.create(
-            email=email, labels=result.labels, model=result.model[:200], raw_response=result.raw_response
+            email=email,
+            labels=result.labels,
+            model=result.model[:200],
+            raw_response=storable.text(result.raw_response),  # a model's answer is input too
         )
         runs.set_status(email, Status.CLASSIFIED)
         runs.touch(run, classified=True)
@@ -108,7 +117,7 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
         except IndexingError as exc:
             runs.record_error(email, run, job_id, exc)
             runs.set_status(email, Status.PARTIALLY_INDEXED)
-            run.last_error = str(exc)[:5000]
+            run.last_error = storable.text(str(exc))[:5000]
             outcome = RunOutcome.PARTIALLY_INDEXED
 
     progress(90, "Applying labels")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
+from pipeline import storable
 from pipeline.models import EmailMessage, ErrorLogEntry, PipelineRun, RunOutcome, Status
 
 
@@ -54,13 +55,27 @@ def record_error(
     cls = type(exc)
     name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
     return ErrorLogEntry.objects.create(
-        error_class=name[:200], email=email, run=run, job_id=job_id, text=str(exc) or name
+        error_class=name[:200], email=email, run=run, job_id=job_id, text=storable.text(str(exc) or name)
     )
+
+
+def describe(exc: BaseException) -> str:
+    """``Class: message`` of an error, as a run's ``last_error`` keeps it."""
+    return storable.text(f"{type(exc).__name__}: {exc}")[:5000]
 
 
 def fail(email: EmailMessage, run: PipelineRun, job_id: int | None, exc: BaseException) -> None:
     """A model error or an unexpected error: email failed, error logged, run left open
     (the engine retries the job; the sweeper picks the run up if the retries run out)."""
     set_status(email, Status.FAILED)
-    touch(run, last_error=f"{type(exc).__name__}: {exc}"[:5000])
+    touch(run, last_error=describe(exc))
     record_error(email, run, job_id, exc)
+
+
+def fail_for_good(email: EmailMessage, run: PipelineRun, job_id: int | None, exc: BaseException) -> None:
+    """An error another try cannot fix: email failed and marked for review, error logged,
+    run closed as failed (so the sweeper leaves it; a reprocess opens a new one)."""
+    with transaction.atomic():
+        set_status(email, Status.FAILED, needs_review=True)
+        close(run, RunOutcome.FAILED, last_error=describe(exc))
+        record_error(email, run, job_id, exc)

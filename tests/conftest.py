@@ -18,10 +18,11 @@ from tests.support.workers import WorkerProcess, worker_environment
 
 pytest_plugins = ["tests.moto_server"]
 
-# A test using one of these starts a process, a server or a browser: it is slow, whatever
+# A test using one of these starts a process, a server (httpserver: pytest-httpserver's) or a
+# browser: it is slow, whatever
 # its module says. Tests that start a process themselves carry ``pytest.mark.slow``.
 SLOW_FIXTURES = frozenset(
-    {"start_worker", "moto_server", "moto_reset", "live_server", "browser", "model_server"}
+    {"start_worker", "moto_server", "moto_reset", "live_server", "browser", "httpserver", "model_server"}
 )
 
 

@@ -1,4 +1,7 @@
-"""Admin for the workspace domain, with buttons-as-actions that queue the on-demand jobs."""
+"""Admin for the workspace domain. The on-demand jobs are queued by buttons on the change
+pages (``job_buttons``: Re-index, Sync now, Provision, Ask for a test plan, Capsule summary),
+by list actions for many rows at once, and by saving a new repository or workspace
+(``services.triggers``)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ from django.utils.text import Truncator
 
 from jobs import enqueue
 from workspaces import models
-from workspaces.providers import work_tracker
+from workspaces.job_buttons import JobButton, JobButtonsMixin
+from workspaces.providers import code_host, work_tracker
+from workspaces.services import triggers
 from workspaces.services.work_items import WorkSyncResult, request_sync
 
 
@@ -61,12 +66,28 @@ class TrialReminderAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):
+class WorkspaceAdmin(JobButtonsMixin, admin.ModelAdmin):
     list_display = ["name", "organization", "status", "provisioned_at"]
     list_filter = ["status"]
     search_fields = ["name"]
     inlines = [RepositoryInline]
+    # Set by provisioning and by the database, not typed in.
+    readonly_fields = ["status", "provisioned_at", "created_at"]
     actions = ["provision", "mine_decisions"]
+    job_buttons = (JobButton("provision", "Provision", triggers.request_provision),)
+
+    def save_related(self, request, form, formsets, change) -> None:
+        # Runs inside the admin's transaction, after the inline repositories are saved: a
+        # new workspace is provisioned from them (which ingests them); a repository added
+        # to an existing workspace is ingested on its own.
+        super().save_related(request, form, formsets, change)
+        if not change:
+            triggers.workspace_created(form.instance)
+            return
+        for formset in formsets:
+            if formset.model is models.Repository:
+                for repository in formset.new_objects:
+                    triggers.request_ingest(repository)
 
     @admin.action(description="Provision")
     def provision(self, request, queryset) -> None:
@@ -88,12 +109,50 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Repository)
-class RepositoryAdmin(admin.ModelAdmin):
+class RepositoryAdmin(JobButtonsMixin, admin.ModelAdmin):
     list_display = ["name", "workspace", "status", "kind", "primary_language", "file_count", "ingested_at"]
     list_filter = ["status", "kind"]
     search_fields = ["name", "url"]
-    readonly_fields = ["languages", "findings", "architecture", "summary", "ingested_at", "analysed_at"]
+    # What ingest and the syncs record: read, never typed in.
+    readonly_fields = [
+        "status",
+        "kind",
+        "primary_language",
+        "file_count",
+        "line_count",
+        "paths",
+        "host_state",
+        "credential_stored",
+        "code_host_label",
+        "commit_sha",
+        "branch",
+        "ingest_error",
+        "languages",
+        "findings",
+        "architecture",
+        "summary",
+        "ingested_at",
+        "pulls_synced_at",
+        "analysed_at",
+    ]
     actions = ["reindex", "analyse", "sync_pull_requests", "build_capsules"]
+    job_buttons = (
+        JobButton("reindex", "Re-index", triggers.request_ingest),
+        JobButton("sync", "Sync now", triggers.request_pull_request_sync),
+    )
+
+    @admin.display(description="Credential")
+    def credential_stored(self, obj) -> str:
+        return "stored encrypted (never shown)" if obj.credential else "none"
+
+    @admin.display(description="Code host")
+    def code_host_label(self, obj) -> str:
+        return code_host().label
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if not change:  # connecting a repository queues its first ingest (committed with it)
+            triggers.request_ingest(obj)
 
     def _each(self, request, queryset, type_name: str) -> None:
         _queue(
@@ -119,10 +178,23 @@ class RepositoryAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.PullRequest)
-class PullRequestAdmin(admin.ModelAdmin):
+class PullRequestAdmin(JobButtonsMixin, admin.ModelAdmin):
     list_display = ["__str__", "title", "state", "supervised", "ci_status", "merged_at"]
     list_filter = ["state", "supervised", "ci_status"]
     search_fields = ["title", "author"]
+    job_buttons = (
+        JobButton(
+            "test-plan",
+            "Ask for a test plan",
+            lambda pull: triggers.request_workflow(triggers.TEST_PLAN, pull),
+        ),
+        JobButton(
+            "capsule-summary",
+            "Capsule summary",
+            lambda pull: triggers.request_workflow(triggers.CAPSULE_SUMMARY, pull),
+            shown=lambda pull: models.ReviewCapsule.objects.filter(pull_request=pull).exists(),
+        ),
+    )
 
 
 @admin.register(models.WorkConnection)

@@ -29,3 +29,24 @@ class ProviderNotConfigured(WorkspaceError, PermanentError):
 
 class ProviderUnavailable(WorkspaceError, RetryableError):
     """The provider could not be reached; the sync is tried again later."""
+
+
+class RepositoryFetchFailed(WorkspaceError, RetryableError):
+    """git could not fetch the repository (unreachable, or it timed out); tried again later."""
+
+
+class RepositoryRefused(WorkspaceError, PermanentError):
+    """The repository cannot be fetched as given: a bad URL, no such repository, or access denied."""
+
+
+class RepositoryTooLarge(WorkspaceError, PermanentError):
+    """The repository is over the size limit (REPOSITORY_MAX_BYTES)."""
+
+
+class ProviderRefused(WorkspaceError, PermanentError):
+    """The provider refused the request (401/403: the credentials; another 4xx: the request
+    itself); another try cannot fix that."""
+
+
+class ProviderAnswerInvalid(WorkspaceError, RetryableError):
+    """The provider's answer was not what its API documents (malformed JSON, too large)."""

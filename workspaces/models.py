@@ -80,8 +80,22 @@ class Repository(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="repositories")
     name = models.CharField(max_length=200)
-    url = models.CharField(max_length=500, blank=True, default="")
-    # Where ingest reads the files: a local checkout, or else ``metadata["files"]``.
+    url = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="What git fetches: https://, ssh://, git@host:path, file:// or a local path. "
+        "A credential in it is stored encrypted; the URL keeps *** in its place.",
+    )
+    # The credential taken out of ``url`` (user:token), encrypted; see workspaces.credentials.
+    credential = models.TextField(blank=True, default="", editable=False)
+    full_name = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="owner/name on the code host; read from the URL when empty.",
+    )
+    # Without a URL, ingest reads a local folder, or else ``metadata["files"]``.
     local_path = models.CharField(max_length=500, blank=True, default="")
     # Stored metadata: {"files": {path: text}}, {"pull_requests": [...]}, {"checks": {...}}.
     metadata = models.JSONField(default=dict, blank=True)
@@ -96,6 +110,13 @@ class Repository(models.Model):
     paths = models.JSONField(default=list, blank=True)
     findings = models.JSONField(default=list, blank=True)
     ingested_at = models.DateTimeField(null=True, blank=True)
+    # What the last fetch checked out, and why the last ingest failed ("" when it did not).
+    commit_sha = models.CharField(max_length=64, blank=True, default="")
+    branch = models.CharField(max_length=200, blank=True, default="")
+    ingest_error = models.TextField(blank=True, default="")
+    # The code host's sync cursors: ETags of the last answers and the newest updated_at seen.
+    host_state = models.JSONField(default=dict, blank=True)
+    pulls_synced_at = models.DateTimeField(null=True, blank=True)
     summary = models.TextField(blank=True, default="")
     architecture = models.JSONField(default=dict, blank=True)
     analysed_at = models.DateTimeField(null=True, blank=True)
@@ -105,6 +126,17 @@ class Repository(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        # A credential typed into the URL is never stored in clear (see workspaces.credentials).
+        from workspaces import credentials
+
+        url, secret = credentials.split_url(self.url)
+        if secret:
+            self.url, self.credential = url, credentials.encrypt(secret)
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "url", "credential"}
+        super().save(*args, **kwargs)
 
 
 class PullRequest(models.Model):
@@ -121,7 +153,11 @@ class PullRequest(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
     head_sha = models.CharField(max_length=64, blank=True, default="")
     changed_files = models.JSONField(default=list, blank=True)
+    # Diff stats as the host reports them (known for pull requests read one by one).
+    additions = models.PositiveIntegerField(null=True, blank=True)
+    deletions = models.PositiveIntegerField(null=True, blank=True)
     merged_at = models.DateTimeField(null=True, blank=True)
+    updated_at_host = models.DateTimeField(null=True, blank=True)
     # Supervised pull requests get their CI results and approvals recorded by checks.sync.
     supervised = models.BooleanField(default=False)
     ci_status = models.CharField(max_length=20, blank=True, default="")

@@ -21,9 +21,17 @@ import django
 
 from jobs import registry
 from jobs.context import JobContext
-from jobs.errors import PermanentError, UnknownJobType
+from jobs.errors import PermanentError, RetryLater, UnknownJobType
 from jobs.worker import messages
-from jobs.worker.messages import CURRENT, STARTED, FromChild, JobFailed, SharedState, Stop
+from jobs.worker.messages import (
+    CURRENT,
+    STARTED,
+    FromChild,
+    JobFailed,
+    JobRescheduled,
+    SharedState,
+    Stop,
+)
 
 if TYPE_CHECKING:
     from jobs.store import Failure
@@ -49,10 +57,15 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
         for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
-            failure = run(job_id, type_name, payload_text, attempt, max_attempts, worker)
-            if failure is not None:
+            outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker)
+            if outcome is not None:
                 close_old_connections()
-                if not _send(conn, JobFailed(index, failure)):
+                report: FromChild = (
+                    JobRescheduled(index, outcome.at, outcome.reason)
+                    if isinstance(outcome, RetryLater)
+                    else JobFailed(index, outcome)
+                )
+                if not _send(conn, report):
                     return
         close_old_connections()
         if not _send(conn, messages.BATCH_DONE):
@@ -85,8 +98,8 @@ def _send(conn: Connection, message: FromChild) -> bool:
 
 def run(
     job_id: int, type_name: str, payload_text: str, attempt: int, max_attempts: int, worker: str
-) -> Failure | None:
-    """Run one job; None on success, else what went wrong."""
+) -> Failure | RetryLater | None:
+    """Run one job; None on success, the ``RetryLater`` it raised, or what went wrong."""
     try:
         job_type = registry.get(type_name)
         payload = json.loads(payload_text)
@@ -100,6 +113,8 @@ def run(
         )
         job_type.func(ctx, **payload)
         return None
+    except RetryLater as wait:
+        return wait
     except (PermanentError, UnknownJobType) as exc:
         return _failure(exc, retryable=False)
     except TypeError as exc:

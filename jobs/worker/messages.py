@@ -3,8 +3,10 @@
 Supervisor → child, over the pipe: ``RunBatch`` (jobs to run in order, one at a time) or
 ``Stop`` (exit; only ever sent between batches).
 
-Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch fails, and
-``BatchDone`` once every job of the batch has run (failed ones included).
+Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch fails,
+``JobRescheduled`` as soon as one asks to run again later (``jobs.RetryLater``: not a
+failure, no attempt used), and ``BatchDone`` once every job of the batch has run (failed and
+rescheduled ones included).
 
 Child → supervisor, without a message: before each job the child writes the job's index in
 the batch and its start into a shared array (``SharedState``, at ``CURRENT`` and
@@ -20,6 +22,7 @@ hot path would pay on every batch (and, for jobs sent as ``ClaimedJob``, on ever
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -59,12 +62,21 @@ class JobFailed(NamedTuple):
     failure: Failure
 
 
+class JobRescheduled(NamedTuple):
+    """The job at ``position`` raised ``RetryLater``: back to the queue for ``at``, its
+    attempt given back; the batch goes on."""
+
+    position: int
+    at: datetime
+    reason: str
+
+
 class BatchDone(NamedTuple):
     """Every job of the current batch has run."""
 
 
 ToChild = RunBatch | Stop
-FromChild = JobFailed | BatchDone
+FromChild = JobFailed | JobRescheduled | BatchDone
 
 STOP = Stop()
 BATCH_DONE = BatchDone()
@@ -80,6 +92,8 @@ def _wire(message: ToChild | FromChild) -> object:
         return [tuple(job) for job in message.jobs]  # plain tuples: see the module docstring
     if isinstance(message, JobFailed):
         return (message.position, message.failure)
+    if isinstance(message, JobRescheduled):
+        return (message.position, message.at, message.reason)
     return None  # Stop, or BatchDone: each direction has one record without content
 
 
@@ -92,4 +106,6 @@ def receive_in_child(conn: Connection) -> ToChild:
 def receive_in_supervisor(conn: Connection) -> FromChild:
     """A child's next record (blocks; EOFError when the child is gone)."""
     wire = conn.recv()
-    return BATCH_DONE if wire is None else JobFailed(*wire)
+    if wire is None:
+        return BATCH_DONE
+    return JobRescheduled(*wire) if len(wire) == 3 else JobFailed(*wire)

@@ -46,7 +46,8 @@ class Child:
         self.process.start()
         theirs.close()
         self.batch: list[ClaimedJob] = []
-        self.failed: set[int] = set()  # indexes in the batch already reported as failed
+        # Indexes in the batch already settled: reported as failed, or rescheduled.
+        self.failed: set[int] = set()
         self.sent_at = 0.0
 
     @property

@@ -2,7 +2,8 @@
 
 Acknowledgements of succeeded jobs wait, while children are busy, for a batch
 (``JOBS_ACK_BATCH``) or at most ``ACK_DELAY``, so that many are written in one statement.
-Failures and jobs handed back are written at the next flush. During a database outage
+Failures, rescheduled jobs (``RetryLater``) and jobs handed back are written at the next
+flush. During a database outage
 everything stays here: the jobs remain this worker's (``held_ids`` keeps their heartbeat
 going once the database is back), and each write is fenced by worker and attempt, so a
 write retried after an outage cannot apply twice.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Protocol
 
 from jobs import store
@@ -33,6 +35,8 @@ class ResultStore(Protocol):
     def fail(self, worker: str, job_id: int, attempt: int, failure: Failure) -> object: ...
 
     def release(self, worker: str, items: Sequence[tuple[int, int]], message: str = "") -> object: ...
+
+    def reschedule(self, worker: str, job_id: int, attempt: int, at: datetime, reason: str) -> object: ...
 
 
 class ResultBuffer:
@@ -56,9 +60,10 @@ class ResultBuffer:
         self._oldest_ack = 0.0  # when the first of the waiting acknowledgements came in
         self._failures: list[tuple[int, int, Failure]] = []
         self._releases: list[tuple[int, int, str]] = []  # (job id, attempt, message for the row)
+        self._reschedules: list[tuple[int, int, datetime, str]] = []  # (job id, attempt, run at, reason)
 
     def __len__(self) -> int:
-        return len(self._acks) + len(self._failures) + len(self._releases)
+        return len(self._acks) + len(self._failures) + len(self._releases) + len(self._reschedules)
 
     # --- filling ------------------------------------------------------------------------
 
@@ -77,11 +82,16 @@ class ResultBuffer:
         cut off at shutdown); ``message`` says so on its row."""
         self._releases.append((job.id, job.attempt, message))
 
+    def reschedule(self, job: ClaimedJob, at: datetime, reason: str) -> None:
+        """Not a failure: the job runs again at ``at``, its attempt given back."""
+        self._reschedules.append((job.id, job.attempt, at, reason))
+
     def held_ids(self) -> list[int]:
         """Jobs whose outcome is not written yet: still running as far as the database knows."""
         held = [job_id for job_id, _ in self._acks]
         held += [job_id for job_id, _, _ in self._failures]
         held += [job_id for job_id, _, _ in self._releases]
+        held += [job_id for job_id, _, _, _ in self._reschedules]
         return held
 
     # --- writing ------------------------------------------------------------------------
@@ -90,7 +100,7 @@ class ResultBuffer:
         """Should the buffer be written now? Acknowledgements wait for a batch while
         children are busy; anything else, an idle moment, or an acknowledgement older than
         ACK_DELAY is written at once."""
-        if self._failures or self._releases:
+        if self._failures or self._releases or self._reschedules:
             return True
         if not self._acks:
             return False
@@ -128,6 +138,10 @@ class ResultBuffer:
             job_id, attempt, failure = self._failures[0]
             self._store.fail(self.worker, job_id, attempt, failure)
             self._failures.pop(0)
+        while self._reschedules:
+            job_id, attempt, at, reason = self._reschedules[0]
+            self._store.reschedule(self.worker, job_id, attempt, at, reason)
+            self._reschedules.pop(0)
         if self._releases:
             by_message: dict[str, list[tuple[int, int]]] = {}
             for job_id, attempt, message in self._releases:

@@ -28,7 +28,7 @@ from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
-from jobs.worker.messages import JobFailed
+from jobs.worker.messages import JobFailed, JobRescheduled
 from jobs.worker.pool import Child, Lane
 from jobs.worker.results import ResultBuffer
 
@@ -360,6 +360,10 @@ class Supervisor:
             took = time.monotonic() - child.started
             self._failed(child.batch[message.position], message.failure, took, "failed")
             return True
+        if isinstance(message, JobRescheduled):
+            child.failed.add(message.position)  # settled: not acknowledged with the batch
+            self._rescheduled(child.batch[message.position], message, time.monotonic() - child.started)
+            return True
         batch, failed, took = child.finish()
         child.lane.observe(took, len(batch))
         for index, job in enumerate(batch):
@@ -390,6 +394,19 @@ class Supervisor:
             took * 1000,
             what,
             failure.text,
+        )
+
+    def _rescheduled(self, job: ClaimedJob, message: JobRescheduled, took: float) -> None:
+        self.results.reschedule(job, message.at, message.reason)
+        logger.info(
+            "end %s #%d attempt %d/%d %.1fms rescheduled for %s: %s",
+            job.type,
+            job.id,
+            job.attempt,
+            job.max_attempts,
+            took * 1000,
+            f"{message.at:%Y-%m-%d %H:%M:%S}",
+            message.reason,
         )
 
     def _on_child_exit(self, child: Child) -> None:

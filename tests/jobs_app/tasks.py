@@ -5,7 +5,7 @@ import os
 import time
 from pathlib import Path
 
-from jobs import JobContext, PermanentError, job
+from jobs import JobContext, PermanentError, RetryLater, job
 from tests.jobs_app.models import Execution
 
 
@@ -107,3 +107,17 @@ def stamp_ai(ctx: JobContext, *, path: str, t0: float) -> None:
 @job("test.keyed", queue="default", attempts=2, dedupe="thing:{thing_id}")
 def keyed(ctx: JobContext, *, thing_id: int | str, note: str = "") -> None:
     """Owns its dedupe key: one queued or running job per thing."""
+
+
+@job("test.rate_limited", queue="default", attempts=1)
+def rate_limited(ctx: JobContext, *, path: str, waits: int = 2, delay: float = 0.5) -> None:
+    """Asks to run later ``waits`` times (like a host answering 429), then succeeds; each
+    run appends "start <epoch> attempt <n>" and, when it waits, "until <epoch>" to ``path``."""
+    log = Path(path)
+    runs = log.read_text().count("start") if log.exists() else 0
+    with log.open("a") as out:
+        out.write(f"start {time.time()} attempt {ctx.attempt}\n")
+        if runs < waits:
+            wait = RetryLater(f"Rate limited ({runs + 1}/{waits}).", delay=delay)
+            out.write(f"until {wait.at.timestamp()}\n")
+            raise wait

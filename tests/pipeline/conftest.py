@@ -17,11 +17,14 @@ def blob_root(tmp_path: Path, settings) -> Path:
     """Blob storage in this test's own folder, in-process and for started workers."""
     var_dir = tmp_path / "var"
     root = var_dir / "blobs"
+    configured = settings.STORAGES["blobs"]
+    local = configured["OPTIONS"] if configured["BACKEND"].endswith("FileSystemStorage") else {}
     settings.STORAGES = {
         **settings.STORAGES,
         "blobs": {
             "BACKEND": f"{FileSystemStorage.__module__}.{FileSystemStorage.__qualname__}",
-            "OPTIONS": {"location": root, "allow_overwrite": True},
+            # The project's local options (overwriting allowed, private modes), another folder.
+            "OPTIONS": {"allow_overwrite": True, **local, "location": root},
         },
     }
     settings.MODEL_PROVIDER = "local"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import zlib
 from dataclasses import dataclass
 from email.message import EmailMessage as MimeMessage
 from email.policy import SMTP
@@ -243,3 +244,168 @@ def cases(huge: bool = True) -> list[Case]:
     if huge:
         found.append(Case("huge", huge_attachment(), "labelled"))
     return found
+
+
+# --- hostile input ----------------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> bytes:
+    return base64.b64encode(data)
+
+
+def nul_headers() -> bytes:
+    """From, Subject (encoded words) and Message-ID that decode to NUL characters, and a
+    subject word in the ``unicode_escape`` codec that decodes to a lone surrogate."""
+    return (
+        b"From: =?utf-8?q?Mallory=00_Doe?= <mallory@example.com>\r\n"
+        b"To: inbox@example.org\r\n"
+        b"Subject: =?utf-8?b?" + _b64(b"Invoice\x00 42") + b"?= =?unicode_escape?q?\\ud800end?=\r\n"
+        b"Message-ID: =?utf-8?q?<nul=00-1@example.com>?=\r\n"
+        b"Content-Type: text/plain; charset=utf-8\r\n\r\n"
+        b"Please pay the invoice.\r\n"
+    )
+
+
+def text_email(content_type: bytes, body: bytes, *, encoding: bytes = b"", name: str = "x") -> bytes:
+    """A one-part email with the given Content-Type line, transfer encoding and body."""
+    head = (
+        b"From: sender@example.com\r\nTo: inbox@example.org\r\n"
+        b"Subject: hostile " + name.encode() + b"\r\n"
+        b"Message-ID: <hostile-" + name.encode() + b"@example.com>\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: " + content_type + b"\r\n"
+    )
+    if encoding:
+        head += b"Content-Transfer-Encoding: " + encoding + b"\r\n"
+    return head + b"\r\n" + body
+
+
+def with_attachment(content_type: bytes, body: bytes, *, disposition: bytes, name: str) -> bytes:
+    """A body and one base64 attachment with the given Content-Type and Content-Disposition."""
+    return (
+        b"From: sender@example.com\r\nTo: inbox@example.org\r\nSubject: hostile " + name.encode() + b"\r\n"
+        b"Message-ID: <hostile-" + name.encode() + b"@example.com>\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: multipart/mixed; boundary=BOUNDARY\r\n\r\n"
+        b"--BOUNDARY\r\nContent-Type: text/plain\r\n\r\nSee the attachment, please help.\r\n"
+        b"--BOUNDARY\r\nContent-Type: " + content_type + b"\r\nContent-Disposition: " + disposition + b"\r\n"
+        b"Content-Transfer-Encoding: base64\r\n\r\n" + _b64(body) + b"\r\n--BOUNDARY--\r\n"
+    )
+
+
+def bogus_charsets() -> dict[str, bytes]:
+    """Bodies and attachments that the standard library's decoders raise on, or that decode
+    to what PostgreSQL cannot store (NUL, lone surrogates)."""
+    words = "Grüße, please help".encode()
+    return {
+        "undefined": text_email(b"text/plain; charset=undefined", words, name="undefined"),
+        "idna": text_email(b"text/plain; charset=idna", words, name="idna"),
+        "nul_in_charset": text_email(b'text/plain; charset="utf-8\x00x"', words, name="nul-charset"),
+        "encoded_nul_in_charset": text_email(
+            b"text/plain; charset*=utf-8''utf-8%00x", words, name="encoded-nul-charset"
+        ),
+        "base64_unknown_charset": text_email(
+            b"text/plain; charset=x-unknown-8", _b64(words), encoding=b"base64", name="b64-unknown"
+        ),
+        "base64_undefined": text_email(
+            b"text/plain; charset=undefined", _b64(words), encoding=b"base64", name="b64-undefined"
+        ),
+        "html_idna": text_email(b"text/html; charset=idna", b"<p>" + words + b"</p>", name="html-idna"),
+        "nul_in_body": text_email(b"text/plain; charset=utf-8", b"please\x00 help\x00", name="nul-body"),
+        "escape_codec_body": text_email(
+            b"text/plain; charset=unicode_escape", b"please help \\ud800 \\x00", name="escape-body"
+        ),
+        "attachment_undefined": with_attachment(
+            b"text/plain; charset=undefined",
+            words,
+            disposition=b"attachment; filename=notes.txt",
+            name="att-undefined",
+        ),
+        "attachment_escape_codec": with_attachment(
+            b"text/plain; charset=unicode_escape",
+            b"\\ud800\\x00 notes",
+            disposition=b"attachment; filename=notes.txt",
+            name="att-escape",
+        ),
+        "attachment_nul_names": with_attachment(
+            b'text/plain; charset="utf\x00"; name="a\x00b.txt"',
+            words,
+            disposition=b"attachment; filename*=utf-8''n%00a%ED%A0%80me.txt",
+            name="att-names",
+        ),
+    }
+
+
+def nested(depth: int) -> bytes:
+    """An email whose body is ``depth`` multiparts inside each other around one text part."""
+    out = [b"From: sender@example.com\r\nSubject: nested\r\nMessage-ID: <nested-%d@example.com>\r\n" % depth]
+    out.append(b"MIME-Version: 1.0\r\n")
+    for level in range(depth):
+        out.append(b"Content-Type: multipart/mixed; boundary=b%d\r\n\r\n--b%d\r\n" % (level, level))
+    out.append(b"Content-Type: text/plain\r\n\r\nthe innermost part\r\n")
+    out.extend(b"--b%d--\r\n" % level for level in reversed(range(depth)))
+    return b"".join(out)
+
+
+def many_parts(count: int) -> bytes:
+    """An email with ``count`` small text attachments."""
+    parts = b"".join(
+        b"--BB\r\nContent-Type: text/plain\r\nContent-Disposition: attachment; filename=p%d.txt\r\n\r\n"
+        b"part %d\r\n" % (number, number)
+        for number in range(count)
+    )
+    return (
+        b"From: sender@example.com\r\nSubject: many parts\r\nMessage-ID: <many-%d@example.com>\r\n" % count
+        + b"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=BB\r\n\r\n"
+        + parts
+        + b"--BB--\r\n"
+    )
+
+
+def pdf(contents: list[bytes], pages: list[int], *, compress: bool = True) -> bytes:
+    """A PDF whose page ``n`` shows content stream ``pages[n]`` (an index into ``contents``):
+    several pages may share one stream."""
+    font = 3 + len(contents)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>"
+        % (b" ".join(b"%d 0 R" % (font + 1 + number) for number in range(len(pages))), len(pages)),
+    ]
+    for content in contents:
+        data = zlib.compress(content, 9) if compress else content
+        flate = b" /Filter /FlateDecode" if compress else b""
+        objects.append(b"<< /Length %d%s >>\nstream\n" % (len(data), flate) + data + b"\nendstream")
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    objects += [
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+        b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (3 + stream, font)
+        for stream in pages
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def text_stream(*lines: str) -> bytes:
+    """A content stream showing each line."""
+    return b"".join(
+        b"BT /F1 12 Tf 72 %d Td (%s) Tj ET\n" % (720 - 14 * n, line.encode()) for n, line in enumerate(lines)
+    )
+
+
+def shared_stream_pdf(pages: int = 40, operations: int = 250_000) -> bytes:
+    """About 30 KB: ``pages`` pages that all show one content stream of ``operations``
+    text operations (several megabytes once inflated)."""
+    return pdf([b"BT /F1 1 Tf (ab) Tj ET\n" * operations], [0] * pages)
+
+
+def email_with_pdf(data: bytes, name: str = "bomb") -> bytes:
+    msg = _message(f"PDF {name}", message_id=f"<pdf-{name}@example.com>")
+    msg.set_content("The document is attached.")
+    msg.add_attachment(data, maintype="application", subtype="pdf", filename=f"{name}.pdf")
+    return msg.as_bytes(policy=SMTP)

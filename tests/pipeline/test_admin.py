@@ -81,3 +81,81 @@ def test_model_call_switch__records_who_and_when_and_switching_on_queues_the_swe
     assert row.enabled
     assert Job.objects.filter(type="email.sweep", status="queued").count() == 1
     assert "ops" in admin_client.get(url).text
+
+
+# --- permissions and bounded pages ------------------------------------------------------------
+
+
+def _staff(client, username: str, *perms: str):
+    """A logged-in staff user with exactly these permissions (``app_label.codename``)."""
+    from django.contrib.auth.models import Permission
+    from django.db.models import Q
+
+    user = get_user_model().objects.create_user(username, password="pw-for-tests", is_staff=True)
+    wanted = Q(pk__in=[])
+    for perm in perms:
+        app_label, codename = perm.split(".")
+        wanted |= Q(content_type__app_label=app_label, codename=codename)
+    user.user_permissions.set(Permission.objects.filter(wanted))
+    client.force_login(user)
+    return client
+
+
+def test_reprocess_action__needs_the_change_permission(client, processed):
+    url = reverse("admin:pipeline_emailmessage_changelist")
+    viewer = _staff(client, "viewer", "pipeline.view_emailmessage")
+    page = viewer.get(url)
+    assert page.status_code == 200 and 'value="reprocess"' not in page.text
+    viewer.post(url, {"action": "reprocess", "_selected_action": [processed.pk]})
+    assert not Job.objects.filter(dedupe_key=f"email:{processed.pk}", status="queued").exists()
+
+    editor = _staff(client, "editor", "pipeline.view_emailmessage", "pipeline.change_emailmessage")
+    assert 'value="reprocess"' in editor.get(url).text
+    editor.post(url, {"action": "reprocess", "_selected_action": [processed.pk]})
+    assert Job.objects.filter(dedupe_key=f"email:{processed.pk}", status="queued").count() == 1
+
+
+def test_email_page__shows_job_errors_only_to_viewers_of_the_jobs_page(client, processed):
+    Job.objects.filter(dedupe_key=f"email:{processed.pk}").update(
+        status="failed", error="RuntimeError: token=abc123 rejected"
+    )
+    url = reverse("admin:pipeline_emailmessage_change", args=[processed.pk])
+
+    page = _staff(client, "viewer", "pipeline.view_emailmessage").get(url)
+    assert page.status_code == 200
+    assert "email.process jobs" in page.text.lower() and "failed" in page.text
+    assert "token=abc123" not in page.text
+
+    page = _staff(client, "operator", "pipeline.view_emailmessage", "platform.view_jobs").get(url)
+    assert "token=abc123" in page.text
+
+
+def test_email_page__lists_the_first_rows_of_attachments_headers_and_defects_and_links_to_all_attachments(
+    admin_client, processed, settings
+):
+    from pipeline.models import Attachment
+
+    settings.PIPELINE_ADMIN_ROWS = 100
+    processed.attachments.all().delete()
+    Attachment.objects.bulk_create(
+        Attachment(
+            email=processed, position=n, filename=f"file-{n:05d}.txt", content_type="text/plain", size=1
+        )
+        for n in range(10_000)
+    )
+    processed.parsed.headers = [[f"X-Trace-{n:05d}", "hop"] for n in range(1000)]
+    processed.parsed.defects = [f"Defect {n:05d}" for n in range(1000)]
+    processed.parsed.save()
+    page = admin_client.get(reverse("admin:pipeline_emailmessage_change", args=[processed.pk]))
+    assert page.status_code == 200
+    assert "X-Trace-00099" in page.text and "X-Trace-00100" not in page.text
+    assert "… and 900 more header lines." in page.text and "… and 900 more defects." in page.text
+    assert "file-00099.txt" in page.text and "file-00100.txt" not in page.text
+    assert "10,000 attachments: the first 100 are listed below, and 9,900 more" in page.text
+    every = reverse("admin:pipeline_attachment_changelist") + f"?email__id__exact={processed.pk}"
+    assert f'href="{every}"' in page.text.replace("&amp;", "&")
+
+    listing = admin_client.get(every + "&p=100")  # the last page of 100
+    assert listing.status_code == 200
+    assert "file-09999.txt" in listing.text and "file-09899.txt" not in listing.text
+    assert listing.context["cl"].result_count == 10_000

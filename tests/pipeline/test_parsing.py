@@ -139,3 +139,121 @@ def test_validate_answer__rejects_anything_but_the_agreed_shape(answer):
 
 def test_validate_answer__accepts_the_agreed_shape():
     assert classify.validate_answer('{"labels": ["support", "invoice", "support"]}') == ["invoice", "support"]
+
+
+# --- hostile input ----------------------------------------------------------------------------
+
+
+def _storable(value: str) -> bool:
+    return "\x00" not in value and not any("\ud800" <= char <= "\udfff" for char in value)
+
+
+def _strings(parsed: parsing.Parsed) -> list[str]:
+    found = [parsed.body_text, *parsed.defects, *(value for item in parsed.headers for value in item)]
+    for part in parsed.attachments:
+        found += [part.filename, part.content_type, part.note, part.text or ""]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(corpus.bogus_charsets()))
+def test_parse__bogus_charsets_and_nul_are_decoded_defensively_into_storable_text(name):
+    raw = corpus.bogus_charsets()[name]
+    parsed = parsing.parse(raw)
+    assert "help" in parsed.body_text
+    assert all(_storable(value) for value in _strings(parsed))
+    assert all(_storable(value) for value in vars(parsing.summary(raw)).values())
+
+
+@pytest.mark.parametrize(
+    "name", ["undefined", "idna", "nul_in_charset", "base64_undefined", "escape_codec_body"]
+)
+def test_parse__a_charset_that_cannot_decode_text_is_read_as_utf8_and_noted(name):
+    parsed = parsing.parse(corpus.bogus_charsets()[name])
+    assert "please help" in parsed.body_text
+    assert any("charset" in defect for defect in parsed.defects)
+
+
+def test_parse__attachment_names_are_storable():
+    parts = parsing.parse(corpus.bogus_charsets()["attachment_nul_names"]).attachments
+    # NUL dropped, each byte of the UTF-8 encoded surrogate replaced.
+    assert [part.filename for part in parts] == ["na\ufffd\ufffd\ufffdme.txt"]
+    assert "Grüße" in parts[0].text
+
+
+def test_parse__mime_nesting_up_to_the_limit_is_read(settings):
+    settings.PIPELINE_MAX_MIME_DEPTH = 50
+    parsed = parsing.parse(corpus.nested(49))  # 49 multiparts and the text part: 50 levels
+    assert parsed.body_text == "the innermost part"
+
+
+def test_parse__mime_nested_deeper_than_the_limit_fails_for_good_naming_the_setting(settings):
+    from jobs import PermanentError
+    from pipeline.errors import UnprocessableEmail
+
+    settings.PIPELINE_MAX_MIME_DEPTH = 50
+    for depth in (50, 3000):
+        with pytest.raises(UnprocessableEmail, match="PIPELINE_MAX_MIME_DEPTH") as caught:
+            parsing.parse(corpus.nested(depth))
+        assert isinstance(caught.value, PermanentError)
+
+
+def test_parse__more_parts_than_the_limit_fail_for_good_naming_the_setting(settings):
+    from pipeline.errors import UnprocessableEmail
+
+    settings.PIPELINE_MAX_MIME_PARTS = 10
+    assert len(parsing.parse(corpus.many_parts(9)).attachments) == 9  # and the container: 10 parts
+    with pytest.raises(UnprocessableEmail, match="PIPELINE_MAX_MIME_PARTS"):
+        parsing.parse(corpus.many_parts(10))
+
+
+def test_summary__headers_are_read_whatever_the_body_holds(settings):
+    settings.PIPELINE_MAX_MIME_PARTS = 10
+    settings.PIPELINE_MAX_MIME_DEPTH = 5
+    assert parsing.summary(corpus.many_parts(100)).subject == "many parts"
+    assert parsing.summary(corpus.nested(100)).subject == "nested"
+
+
+# --- PDF: bounded work ------------------------------------------------------------------------
+
+
+def test_pdf__only_the_first_pages_up_to_the_limit_are_read(settings):
+    settings.PIPELINE_PDF_MAX_PAGES = 2
+    data = corpus.pdf([corpus.text_stream(f"page {n}") for n in range(5)], [0, 1, 2, 3, 4])
+    text, note = convert.to_text("application/pdf", data)
+    assert text == "page 0\npage 1"
+    assert "first 2 of 5 pages" in note and "PIPELINE_PDF_MAX_PAGES" in note
+
+
+def test_pdf__pages_sharing_a_content_stream_are_read_once():
+    data = corpus.pdf([corpus.text_stream("shared words"), corpus.text_stream("own words")], [0, 0, 1, 0])
+    text, note = convert.to_text("application/pdf", data)
+    assert text == "shared words\nown words"
+    assert "2 pages repeat" in note
+
+
+def test_pdf__extraction_stops_at_the_text_limit():
+    data = corpus.pdf([corpus.text_stream(*(f"line {n:04d}" for n in range(50)))], [0])
+    text, note = convert.to_text("application/pdf", data, limit=25)
+    assert text == "line 0000\nline 0001\nline "
+    assert "text limit" in note
+
+
+def test_pdf__a_page_over_the_token_budget_is_skipped_and_the_others_are_read(settings):
+    settings.PIPELINE_PDF_PAGE_TOKENS = 1000
+    heavy = b"1 0 0 1 0 0 cm\n" * 1000 + corpus.text_stream("hidden")
+    data = corpus.pdf([corpus.text_stream("first"), heavy, corpus.text_stream("last")], [0, 1, 2])
+    text, note = convert.to_text("application/pdf", data)
+    assert text == "first\nlast"
+    assert "page 2" in note and "PIPELINE_PDF_PAGE_TOKENS" in note
+
+
+def test_parse__text_is_kept_up_to_the_limit_per_email(settings):
+    settings.PIPELINE_MAX_TEXT = 60
+    parsed = parsing.parse(corpus.multipart_with_attachments())
+    kept = len(parsed.body_text) + sum(len(part.text or "") for part in parsed.attachments)
+    assert parsed.body_text == "See the attached report and agenda.\r\n"
+    assert kept == 60
+    report, agenda, _ = parsed.attachments
+    assert report.text == "Quarterly revenue grew strongly"[: 60 - len(parsed.body_text)]
+    assert "text limit" in report.note
+    assert agenda.text is None and "PIPELINE_MAX_TEXT" in agenda.note

@@ -3,6 +3,8 @@ outage, model timeout, invalid model answer (botocore Stubber), an unexpected ex
 
 from __future__ import annotations
 
+import re
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -11,7 +13,17 @@ from django.db import OperationalError, connection
 import language_models
 from pipeline import classify, intake, process, search, switch
 from pipeline.errors import EmailMissing, ModelCallError
-from pipeline.models import EmailMessage, ErrorLogEntry, IndexRecord, Origin, PipelineRun, RunOutcome, Status
+from pipeline.models import (
+    Attachment,
+    EmailMessage,
+    ErrorLogEntry,
+    IndexRecord,
+    Origin,
+    ParsedEmail,
+    PipelineRun,
+    RunOutcome,
+    Status,
+)
 from tests.pipeline import corpus
 from tests.support.concurrency import run_at_once
 from tests.support.servers import SilentServer
@@ -57,13 +69,17 @@ def test_search__finds_emails_by_their_text():
 
 
 def test_process__a_copy_is_linked_to_its_origin_and_finishes_there(monkeypatch):
-    first, copy = _email(corpus.plain()), _email(corpus.duplicate_of_plain())
+    raw = corpus.multipart_with_attachments()
+    first, copy = _email(raw), _email(b"Received: from relay2.example.net by mx.example.org\r\n" + raw)
     process.process_email(first.pk)
+    assert first.attachments.count() == 3  # what a copy would get converted, were it processed
     monkeypatch.setattr(classify, "classify", lambda *a: pytest.fail("a copy must not reach the model"))
     assert process.process_email(copy.pk) == "duplicate"
     copy.refresh_from_db()
     assert copy.status == Status.DUPLICATE and copy.origin_id == first.pk
-    assert not hasattr(copy, "parsed") or not copy.attachments.exists()
+    # No documents converted: no parsed artifact, no attachment.
+    assert not ParsedEmail.objects.filter(email=copy).exists()
+    assert not Attachment.objects.filter(email=copy).exists()
     assert copy.runs.get().outcome == RunOutcome.DUPLICATE
     assert Origin.objects.get().email_id == first.pk
 
@@ -72,6 +88,46 @@ def test_process__email_without_message_id_gets_a_content_origin():
     email = _email(corpus.no_message_id())
     process.process_email(email.pk)
     assert Origin.objects.get(email=email).key.startswith("sha256:")
+
+
+@pytest.mark.parametrize("name", sorted(corpus.bogus_charsets()))
+def test_process__bogus_charsets_and_nul_are_processed_to_the_end(name):
+    email = _email(corpus.bogus_charsets()[name])
+    assert process.process_email(email.pk) == "labelled"
+    email.refresh_from_db()
+    assert email.status == Status.LABELLED and "help" in email.parsed.body_text
+    assert not ErrorLogEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        pytest.param(
+            corpus.nested(3000), "nested more than 50 levels deep (PIPELINE_MAX_MIME_DEPTH)", id="deep"
+        ),
+        pytest.param(
+            corpus.many_parts(33_000), "more than 1,000 MIME parts (PIPELINE_MAX_MIME_PARTS)", id="parts"
+        ),
+    ],
+)
+def test_process__an_email_over_the_mime_limits_fails_for_good_marked_and_logged(raw, reason):
+    from jobs import PermanentError
+
+    email = _email(raw)
+    with pytest.raises(PermanentError, match=re.escape(reason)):
+        process.process_email(email.pk, job_id=3)
+    email.refresh_from_db()
+    assert email.status == Status.FAILED and email.needs_review
+    run = email.runs.get()
+    assert run.outcome == RunOutcome.FAILED and not run.is_open and reason in run.last_error
+    error = ErrorLogEntry.objects.get()
+    assert (error.error_class, error.email_id, error.job_id) == (
+        "pipeline.errors.UnprocessableEmail",
+        email.pk,
+        3,
+    )
+    assert reason in error.text
+    assert not Attachment.objects.filter(email=email).exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -179,6 +235,14 @@ def test_bedrock__a_valid_answer_gives_the_labels(bedrock):
     assert email.labels == ["meeting", "report"]
     assert email.classification.model == "test-model"
     bedrock.assert_no_pending_responses()
+
+
+def test_bedrock__an_answer_with_a_lone_surrogate_is_stored_clean(bedrock):
+    bedrock.add_response("converse", _converse_response('{"labels": ["invoice"], "why": "\ud800"}'))
+    email = _email()
+    assert process.process_email(email.pk) == "labelled"
+    email.refresh_from_db()
+    assert email.classification.raw_response == '{"labels": ["invoice"], "why": "\ufffd"}'
 
 
 def test_bedrock__an_invalid_answer_is_a_model_call_error(bedrock):

@@ -35,6 +35,15 @@ def _setup(**env: str) -> subprocess.CompletedProcess:
         ({"MODEL_PROVIDER": "gpt"}, "MODEL_PROVIDER must be one of local, bedrock, openai"),
         ({"MODEL_TIMEOUT": "soon"}, "MODEL_TIMEOUT must be a number"),
         ({"SEARCH_INDEX": "maybe"}, "SEARCH_INDEX must be true or false"),
+        ({"PIPELINE_MAX_EMAIL_BYTES": "50MB"}, "PIPELINE_MAX_EMAIL_BYTES must be a whole number"),
+        ({"PIPELINE_MAX_MIME_DEPTH": "0"}, "PIPELINE_MAX_MIME_DEPTH must be at least 1"),
+        ({"PIPELINE_MAX_MIME_PARTS": "40000"}, "PIPELINE_MAX_MIME_PARTS must be at most 32767"),
+        ({"PIPELINE_MAX_TEXT": "-1"}, "PIPELINE_MAX_TEXT must be at least 1"),
+        ({"PIPELINE_PDF_MAX_PAGES": "all"}, "PIPELINE_PDF_MAX_PAGES must be a whole number"),
+        ({"PIPELINE_PDF_PAGE_TOKENS": "0"}, "PIPELINE_PDF_PAGE_TOKENS must be at least 1"),
+        ({"PIPELINE_PROCESS_TIMEOUT": "0.5"}, "PIPELINE_PROCESS_TIMEOUT must be at least 1.0"),
+        ({"PIPELINE_SWEEP_TIMEOUT": "never"}, "PIPELINE_SWEEP_TIMEOUT must be a number"),
+        ({"PIPELINE_ADMIN_ROWS": "0"}, "PIPELINE_ADMIN_ROWS must be at least 1"),
     ],
 )
 def test_settings__a_bad_value_names_the_variable(env, message):

@@ -31,7 +31,7 @@ def test_corpus__every_email_is_processed_by_real_workers_and_ends_in_its_status
         (folder / f"{index:02d}_{case.name}.eml").write_bytes(case.raw)
     out = StringIO()
     call_command("import_mail", str(folder), stdout=out, stderr=StringIO())
-    assert out.getvalue().strip() == f"{len(cases)} imported, 0 already present, 0 unreadable"
+    assert out.getvalue().strip() == f"{len(cases)} imported, 0 already present, 0 unreadable, 0 too large"
 
     worker = start_worker("--burst", "--queue", "mail:2")
     assert worker.wait(timeout=180) == 0, worker.log()
@@ -154,3 +154,80 @@ def test_model_calls_switched_on__the_sweep_job_finishes_the_waiting_emails(star
         email.refresh_from_db()
         run = email.runs.get()
         assert (email.status, run.is_open, run.sweep_count) == (Status.LABELLED, False, 1)
+
+
+def test_hostile_mail__real_workers_finish_every_email_and_fail_the_unprocessable_ones_at_once(
+    start_worker, tmp_path: Path
+):
+    hostile = {**corpus.bogus_charsets(), "nul_headers": corpus.nul_headers()}
+    unprocessable = {"deep": corpus.nested(3000), "parts": corpus.many_parts(33_000)}
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    for name, raw in {**hostile, **unprocessable}.items():
+        (folder / f"{name}.eml").write_bytes(raw)
+    out = StringIO()
+    call_command("import_mail", str(folder), stdout=out, stderr=StringIO())
+    total = len(hostile) + len(unprocessable)
+    assert out.getvalue().strip() == f"{total} imported, 0 already present, 0 unreadable, 0 too large"
+
+    worker = start_worker("--burst", "--queue", "mail:2")
+    assert worker.wait(timeout=180) == 0, worker.log()
+
+    emails = {Path(email.source).stem: email for email in EmailMessage.objects.all()}
+    assert set(emails) == set(hostile) | set(unprocessable), "an email was lost"
+    for name in hostile:
+        job = Job.objects.get(type="email.process", dedupe_key=f"email:{emails[name].pk}")
+        assert (name, job.status, emails[name].status) == (name, "succeeded", Status.LABELLED), job.error
+    for name, setting in (("deep", "PIPELINE_MAX_MIME_DEPTH"), ("parts", "PIPELINE_MAX_MIME_PARTS")):
+        email = emails[name]
+        job = Job.objects.get(type="email.process", dedupe_key=f"email:{email.pk}")
+        # Failed at once: no second try, no backoff.
+        assert (job.status, job.attempts) == ("failed", 1) and setting in job.error
+        assert (email.status, email.needs_review) == (Status.FAILED, True)
+        error = ErrorLogEntry.objects.get(email=email)
+        assert error.error_class == "pipeline.errors.UnprocessableEmail" and setting in error.text
+        assert error.job_id == job.pk
+    assert ErrorLogEntry.objects.count() == 2
+
+
+def test_timeouts__a_hung_process_or_sweep_job_is_stopped_by_the_worker(start_worker):
+    import psycopg
+
+    from jobs import enqueue
+    from tests.support.database import database_url
+
+    email = intake.receive(corpus.plain()).email
+    enqueue("email.sweep", {})
+    # Both jobs read the model-calls switch; while this lock is held they wait for ever.
+    with psycopg.connect(database_url()) as blocker:
+        blocker.execute("LOCK TABLE pipeline_modelcallswitch IN ACCESS EXCLUSIVE MODE")
+        worker = start_worker(
+            "--burst",
+            "--queue",
+            "mail:2",
+            env={"PIPELINE_PROCESS_TIMEOUT": "1", "PIPELINE_SWEEP_TIMEOUT": "1"},
+        )
+        assert worker.wait(timeout=60) == 0, worker.log()
+        blocker.rollback()
+    process_job = Job.objects.get(type="email.process", dedupe_key=f"email:{email.pk}")
+    sweep_job = Job.objects.get(type="email.sweep")
+    # email.process is retried after its backoff; email.sweep has one attempt.
+    assert (process_job.status, process_job.attempts) == ("queued", 1)
+    assert (sweep_job.status, sweep_job.attempts) == ("failed", 1)
+    for job in (process_job, sweep_job):
+        assert "JobTimeout" in job.error and "1s timeout" in job.error, job.error
+
+
+def test_pdf_whose_pages_share_one_huge_content_stream__is_converted_with_bounded_work(start_worker):
+    data = corpus.shared_stream_pdf()
+    assert len(data) < 32 * 1024
+    email = intake.receive(corpus.email_with_pdf(data)).email
+    worker = start_worker("--burst", "--queue", "mail:1")
+    # Unbounded, pypdf reads the shared stream again for each of the 40 pages, many seconds each.
+    assert worker.wait(timeout=120) == 0, worker.log()
+    email.refresh_from_db()
+    assert email.status == Status.LABELLED
+    attachment = email.attachments.get()
+    assert attachment.converted
+    assert "page 1 skipped" in attachment.note and "PIPELINE_PDF_PAGE_TOKENS" in attachment.note
+    assert "39 pages repeat the content of an earlier page" in attachment.note

@@ -1,5 +1,5 @@
 """The backoff schedule of ``JobType.delay_after``: the declared steps, the extrapolation
-past them, and the cap. No database."""
+past them, and the cap, and the schedules of declared types. No database."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def test_backoff__extrapolates_by_the_schedules_own_ratio_below_the_cap():
 
 
 def test_backoff__email_schedule_is_30_120_600():
-    email = _type(attempts=3, backoff=(30, 120, 600))
+    email = registry.get("email.process")  # as the pipeline declares it (000_…, 003_…)
+    assert (email.queue, email.attempts) == ("mail", 3)
     assert [email.delay_after(n) for n in (1, 2, 3)] == [30, 120, 600]
     assert email.delay_after(4) == 1800  # 600 × 5 = 3000, capped
 

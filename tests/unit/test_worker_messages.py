@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import multiprocessing
 import pickletools
+from datetime import UTC, datetime
 
 import pytest
 
 from jobs.store import ClaimedJob, Failure
 from jobs.worker import messages
-from jobs.worker.messages import BATCH_DONE, STOP, BatchDone, JobFailed, RunBatch, Stop
+from jobs.worker.messages import BATCH_DONE, STOP, BatchDone, JobFailed, JobRescheduled, RunBatch, Stop
 
 
 @pytest.fixture
@@ -60,3 +61,10 @@ def test_per_batch_messages__pickle_no_class(pipe, message):
     raw = receiver.recv_bytes()
     named = [op.name for op, _, _ in pickletools.genops(raw) if op.name in {"GLOBAL", "STACK_GLOBAL"}]
     assert named == []
+
+
+def test_job_rescheduled__arrives_with_its_position_time_and_reason(pipe):
+    supervisor_end, child_end = pipe
+    at = datetime(2026, 3, 1, 12, 30, tzinfo=UTC)
+    messages.send(child_end, JobRescheduled(0, at, "rate limit"))
+    assert messages.receive_in_supervisor(supervisor_end) == JobRescheduled(0, at, "rate limit")

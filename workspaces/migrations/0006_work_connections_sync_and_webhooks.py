@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('workspaces', '0004_artifacts_record_the_model_call'),
+        ('workspaces', '0005_repositories_fetched_with_git'),
     ]
 
     operations = [

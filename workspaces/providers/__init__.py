@@ -1,14 +1,16 @@
 """Where pull requests, CI checks and work items come from.
 
-Two small interfaces, ``CodeHost`` and ``WorkTracker``, each with a default that reads
-what is already stored (repository metadata, the connection's last webhook snapshot), so
-the jobs run with no network. A real client, or the in-memory fakes of the tests, is
-swapped in with ``use_code_host`` / ``use_work_tracker``.
+Two small interfaces, ``CodeHost`` and ``WorkTracker``. ``CODE_HOST=github`` selects the
+GitHub REST API (``github.py``, over the one HTTP convention of ``http.py``); the embedded
+default of each reads what is already stored (repository metadata, the connection's last
+webhook snapshot) and says so in its label, so the jobs run with no network. The in-memory
+fakes of the tests are swapped in with ``use_code_host`` / ``use_work_tracker``.
 """
 
 from workspaces.providers.base import (
     ChecksData,
     CodeHost,
+    PullRequestChanges,
     PullRequestData,
     WorkItemData,
     WorkTracker,
@@ -21,6 +23,7 @@ from workspaces.providers.base import (
 __all__ = [
     "ChecksData",
     "CodeHost",
+    "PullRequestChanges",
     "PullRequestData",
     "WorkItemData",
     "WorkTracker",

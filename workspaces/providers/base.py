@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 
@@ -26,6 +26,21 @@ class PullRequestData:
     head_sha: str = ""
     changed_files: tuple[str, ...] = ()
     merged_at: datetime | None = None
+    updated_at: datetime | None = None
+    # Diff stats, when the host gave them (GitHub: for a pull request read on its own).
+    additions: int | None = None
+    deletions: int | None = None
+
+
+@dataclass(frozen=True)
+class PullRequestChanges:
+    """What a code host returned for one sync: the pull requests that changed since
+    ``cursor`` (every one, on the first sync), and the cursor for the next sync, which the
+    service keeps on the repository without reading it."""
+
+    pulls: list[PullRequestData]
+    cursor: Mapping[str, Any] = field(default_factory=dict)
+    not_modified: bool = False  # the host said nothing changed (an ETag matched)
 
 
 @dataclass(frozen=True)
@@ -48,9 +63,20 @@ class WorkItemData:
 
 
 class CodeHost(Protocol):
-    def pull_requests(self, repository: Repository) -> Iterable[PullRequestData]: ...
+    # What the admin and the jobs' messages call this host ("GitHub REST API at …").
+    label: str
 
-    def checks(self, repository: Repository, number: int) -> ChecksData: ...
+    def pull_requests(self, repository: Repository, cursor: Mapping[str, Any]) -> PullRequestChanges:
+        """Pull requests of every state changed since ``cursor`` (``{}``: all of them)."""
+        ...
+
+    def checks(self, repository: Repository, number: int, head_sha: str = "") -> ChecksData:
+        """CI results and approvals of one pull request (of its head commit ``head_sha``)."""
+        ...
+
+    def merged_pull_requests(self, repository: Repository, limit: int) -> list[PullRequestData]:
+        """The ``limit`` most recently merged pull requests, with their diff stats."""
+        ...
 
 
 class WorkTracker(Protocol):
@@ -77,8 +103,13 @@ _trackers: dict[str, WorkTracker] = {}
 
 
 def code_host() -> CodeHost:
+    """The host in use: one set by ``use_code_host``, else the one ``CODE_HOST`` selects."""
     if _code_host is not None:
         return _code_host
+    if settings.CODE_HOST == "github":
+        from workspaces.providers.github import GitHubCodeHost
+
+        return GitHubCodeHost(api_url=settings.GITHUB_API_URL, token=settings.GITHUB_TOKEN)
     from workspaces.providers.stored import StoredCodeHost
 
     return StoredCodeHost()

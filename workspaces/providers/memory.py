@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from workspaces.errors import ProviderUnavailable
 from workspaces.models import Repository, WorkConnection
-from workspaces.providers.base import ChecksData, PullRequestData, WorkItemData
+from workspaces.providers.base import ChecksData, PullRequestChanges, PullRequestData, WorkItemData
 
 
 @dataclass
@@ -16,10 +17,16 @@ class InMemoryCodeHost:
     pulls: dict[int, list[PullRequestData]] = field(default_factory=dict)  # by repository id
     results: dict[tuple[int, int], ChecksData] = field(default_factory=dict)  # (repository id, number)
 
-    def pull_requests(self, repository: Repository) -> Iterable[PullRequestData]:
-        return list(self.pulls.get(repository.pk, []))
+    label = "in-memory code host"
 
-    def checks(self, repository: Repository, number: int) -> ChecksData:
+    def pull_requests(self, repository: Repository, cursor: Mapping[str, Any]) -> PullRequestChanges:
+        return PullRequestChanges(pulls=list(self.pulls.get(repository.pk, [])))
+
+    def merged_pull_requests(self, repository: Repository, limit: int) -> list[PullRequestData]:
+        merged = [pull for pull in self.pulls.get(repository.pk, []) if pull.merged_at is not None]
+        return sorted(merged, key=lambda pull: (pull.merged_at, pull.number), reverse=True)[:limit]
+
+    def checks(self, repository: Repository, number: int, head_sha: str = "") -> ChecksData:
         return self.results.get((repository.pk, number), ChecksData(ci_status=""))
 
 

@@ -1,19 +1,21 @@
-"""Default providers that read what is already stored: no network, deterministic.
+"""The embedded defaults: providers that read what is already stored, with no network.
 
-``Repository.metadata`` holds ``pull_requests`` (a list of dicts) and ``checks`` (by pull
-request number); ``WorkConnection.snapshot`` holds a connection's items for the demo.
+They stand in for a live host or tracker in the demo and in development, and say so: their
+``label`` is shown in the jobs' messages and in the admin. ``Repository.metadata`` holds
+``pull_requests`` (a list of dicts) and ``checks`` (by pull request number);
+``WorkConnection.snapshot`` holds a connection's items for the demo.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
 from workspaces.models import Repository, WorkConnection
-from workspaces.providers.base import ChecksData, PullRequestData, WorkItemData
+from workspaces.providers.base import ChecksData, PullRequestChanges, PullRequestData, WorkItemData
 
 
 def _when(value: Any):
@@ -21,7 +23,19 @@ def _when(value: Any):
 
 
 class StoredCodeHost:
-    def pull_requests(self, repository: Repository) -> Iterable[PullRequestData]:
+    """Pull requests and checks from ``Repository.metadata``: the embedded default, not a
+    live code host (``CODE_HOST=github`` selects GitHub)."""
+
+    label = "stored snapshot (embedded default, no live code host; CODE_HOST=github for GitHub)"
+
+    def pull_requests(self, repository: Repository, cursor: Mapping[str, Any]) -> PullRequestChanges:
+        return PullRequestChanges(pulls=list(self._pulls(repository)))
+
+    def merged_pull_requests(self, repository: Repository, limit: int) -> list[PullRequestData]:
+        merged = [pull for pull in self._pulls(repository) if pull.merged_at is not None]
+        return sorted(merged, key=lambda pull: (pull.merged_at, pull.number), reverse=True)[:limit]
+
+    def _pulls(self, repository: Repository) -> Iterable[PullRequestData]:
         for raw in repository.metadata.get("pull_requests", []):
             yield PullRequestData(
                 number=int(raw["number"]),
@@ -32,9 +46,12 @@ class StoredCodeHost:
                 head_sha=str(raw.get("head_sha", "")),
                 changed_files=tuple(raw.get("changed_files", ())),
                 merged_at=_when(raw.get("merged_at")),
+                updated_at=_when(raw.get("updated_at")),
+                additions=raw.get("additions"),
+                deletions=raw.get("deletions"),
             )
 
-    def checks(self, repository: Repository, number: int) -> ChecksData:
+    def checks(self, repository: Repository, number: int, head_sha: str = "") -> ChecksData:
         raw = repository.metadata.get("checks", {}).get(str(number), {})
         return ChecksData(
             ci_status=str(raw.get("ci_status", "")),

@@ -1,4 +1,8 @@
-"""capsules.retrospective: build review capsules for the last few merged pull requests."""
+"""capsules.retrospective: build review capsules for the last few merged pull requests.
+
+The code host is asked first for the last merged pull requests with their diff stats,
+checks and approvals (``pull_requests.refresh_merged``); the capsules are built from
+those rows."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from django.db import IntegrityError, transaction
 import language_models
 from workspaces.models import PullRequest, Repository, ReviewCapsule
 from workspaces.services import Progress, load, no_progress
+from workspaces.services.pull_requests import refresh_merged
 
 RECENT_MERGED = 5
 
@@ -17,7 +22,11 @@ def capsule_data(pull: PullRequest) -> dict:
         "author": pull.author,
         "merged_at": pull.merged_at.isoformat() if pull.merged_at else None,
         "changed_files": pull.changed_files,
+        "diff_stats": (f"+{pull.additions} -{pull.deletions}" if pull.additions is not None else "unknown"),
         "ci_status": pull.ci_status or "unknown",
+        "checks": [
+            f"{check.get('name')}: {check.get('conclusion') or check.get('status')}" for check in pull.checks
+        ],
         "approvals": pull.approvals,
     }
 
@@ -27,6 +36,8 @@ def build_retrospective(
 ) -> int:
     """Capsules for the ``limit`` most recently merged pull requests that have none; returns how many."""
     repository = load(Repository, repository_id)
+    progress(5, "Reading the last merged pull requests from the code host")
+    refresh_merged(repository, limit)
     recent = list(
         repository.pull_requests.filter(state=PullRequest.State.MERGED, merged_at__isnull=False)
         .select_related("capsule")

@@ -15,6 +15,9 @@ class Command(BaseCommand):
         counts = import_paths(options["paths"])
         for problem in counts.problems:
             self.stderr.write(f"unreadable: {problem}")
+        for problem in counts.oversized:
+            self.stderr.write(f"too large: {problem}")
         self.stdout.write(
-            f"{counts.imported} imported, {counts.already_present} already present, {counts.unreadable} unreadable"
+            f"{counts.imported} imported, {counts.already_present} already present, "
+            f"{counts.unreadable} unreadable, {counts.too_large} too large"
         )

@@ -1,0 +1,61 @@
+"""``RetryLater``: a job that asks to run later goes back to the queue for that time without
+using an attempt, its reason shown as its message; the write is fenced like a completion."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+import jobs
+from jobs import store
+from jobs.models import Job, JobAttempt, Status
+from jobs.worker import child
+from tests.support.job_states import claim_one, make_due
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_reschedule__queues_the_job_for_its_time_and_gives_its_attempt_back(tmp_path):
+    job = store.enqueue("test.rate_limited", {"path": str(tmp_path / "log"), "waits": 1, "delay": 600})
+    claimed = claim_one("w1", "test.rate_limited")
+    outcome = child.run(
+        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, "w1"
+    )
+    assert isinstance(outcome, jobs.RetryLater)
+
+    assert store.reschedule("w1", claimed.id, claimed.attempt, outcome.at, outcome.reason)
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.run_at, job.locked_by) == (Status.QUEUED, 0, outcome.at, None)
+    assert job.message == "Rate limited (1/1)."
+    assert job.error == ""  # not a failure
+    assert store.claim("w1", ["default"], 1) == []  # not before its time
+    attempt = JobAttempt.objects.get(job=job)
+    assert (attempt.outcome, attempt.error_class, attempt.error) == (
+        "postponed",
+        "jobs.RetryLater",
+        "Rate limited (1/1).",
+    )
+    make_due(job.pk)
+    assert claim_one("w1", "test.rate_limited").attempt == 1  # the same, first attempt
+
+
+def test_reschedule__a_late_result_of_a_job_taken_back_is_dropped():
+    job = store.enqueue("test.noop", {})
+    claimed = claim_one("w1")
+    store.recover_worker("w1")  # the reaper took it back
+    assert not store.reschedule("w1", claimed.id, claimed.attempt, timezone.now(), "late")
+    job.refresh_from_db()
+    assert job.message == "Requeued after a worker restart."
+
+
+def test_retry_later__takes_a_time_or_a_delay():
+    at = timezone.now() + timedelta(minutes=5)
+    assert jobs.RetryLater("wait", at=at).at == at
+    assert jobs.RetryLater(delay=60).at > timezone.now() + timedelta(seconds=59)
+    for wrong in [{}, {"at": at, "delay": 1}, {"at": at.replace(tzinfo=None)}]:
+        with pytest.raises(ValueError):
+            jobs.RetryLater("wait", **wrong)
+    assert Job.objects.count() == 0

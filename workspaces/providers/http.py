@@ -1,0 +1,217 @@
+"""One HTTP convention for every provider (code host, work trackers), over httpx.
+
+What an answer means for the job that asked, the same for every provider:
+
+| answer | outcome |
+|---|---|
+| 2xx with JSON | the data |
+| 304 to a conditional request (``If-None-Match``) | "not modified": nothing to do, and GitHub counts no rate limit |
+| 429, or ``X-RateLimit-Remaining: 0``, or ``Retry-After`` on a 403 | ``jobs.RetryLater`` at the time the host names: the job waits without using an attempt |
+| 5xx, a timeout, a connection that fails | ``ProviderUnavailable``: a failed try, retried after the job's backoff |
+| 401, 403 | ``ProviderRefused`` naming the subject (repository, connection): fails at once |
+| another 4xx | ``ProviderRefused`` with the host's message: fails at once |
+| JSON that does not parse, an answer over ``HTTP_MAX_RESPONSE_BYTES`` | ``ProviderAnswerInvalid``: a failed try with a clear message |
+
+Pages are followed through ``Link: <…>; rel="next"`` headers, only to the host the client
+was made for (a credential is never sent elsewhere), and at most ``max_pages`` of them.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+from django.conf import settings
+
+from jobs import RetryLater
+from workspaces.errors import ProviderAnswerInvalid, ProviderRefused, ProviderUnavailable
+
+logger = logging.getLogger("workspaces.http")
+
+# Waiting longer than this for a rate limit is not waiting but a configuration problem.
+MAX_WAIT = timedelta(hours=6)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: Mapping[str, str]
+    data: Any = None  # parsed JSON; None for a 304
+    next_url: str = ""  # the Link header's rel="next", if any
+
+    @property
+    def not_modified(self) -> bool:
+        return self.status == 304
+
+    @property
+    def etag(self) -> str:
+        return self.headers.get("etag", "")
+
+
+@dataclass
+class HttpClient:
+    """A provider's HTTP client: a base URL, its headers (credentials), and the convention.
+
+    ``subject`` names what the calls are for in every error ("repository acme/api",
+    "connection Jira: Payments"); ``host_name`` names the provider ("GitHub").
+    """
+
+    base_url: str
+    subject: str
+    host_name: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    max_bytes: int | None = None
+    max_pages: int = 1000
+    transport: httpx.BaseTransport | None = None
+
+    def __post_init__(self) -> None:
+        self._client = httpx.Client(
+            headers=dict(self.headers),
+            timeout=self.timeout or settings.HTTP_TIMEOUT,
+            transport=self.transport,
+            follow_redirects=False,  # a redirect could carry the credential to another host
+        )
+        self._origin = _origin(self.base_url)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> HttpClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get(self, path: str, *, params: Mapping[str, Any] | None = None, etag: str = "") -> Answer:
+        """GET ``path`` (relative to the base URL, or a full URL of the same host)."""
+        url = path if "://" in path else urljoin(self.base_url.rstrip("/") + "/", path.lstrip("/"))
+        if _origin(url) != self._origin:
+            raise ProviderAnswerInvalid(f"{self.host_name} pointed {self.subject} at another host: {url}.")
+        headers = {"If-None-Match": etag} if etag else {}
+        try:
+            with self._client.stream("GET", url, params=params, headers=headers) as response:
+                body = self._read(response)
+        except httpx.TimeoutException:
+            raise ProviderUnavailable(
+                f"{self.host_name} did not answer within {self._client.timeout.read}s for {self.subject}."
+            ) from None
+        except httpx.TransportError as exc:
+            raise ProviderUnavailable(
+                f"{self.host_name} could not be reached for {self.subject}: {exc}."
+            ) from None
+        return self._interpret(response, body)
+
+    def pages(
+        self, path: str, *, params: Mapping[str, Any] | None = None, etag: str = ""
+    ) -> Iterator[Answer]:
+        """The first page (conditional on ``etag``), then every ``rel="next"`` page."""
+        answer = self.get(path, params=params, etag=etag)
+        yield answer
+        for _ in range(self.max_pages - 1):
+            if answer.not_modified or not answer.next_url:
+                return
+            answer = self.get(answer.next_url)
+            yield answer
+        if answer.next_url:
+            raise ProviderAnswerInvalid(
+                f"{self.host_name} has more than {self.max_pages} pages for {self.subject}."
+            )
+
+    def _read(self, response: httpx.Response) -> bytes:
+        limit = self.max_bytes or settings.HTTP_MAX_RESPONSE_BYTES
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ProviderAnswerInvalid(self._too_large(limit))
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise ProviderAnswerInvalid(self._too_large(limit))
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self, limit: int) -> str:
+        return f"{self.host_name} answered {self.subject} with more than {limit:,} bytes (HTTP_MAX_RESPONSE_BYTES)."
+
+    def _interpret(self, response: httpx.Response, body: bytes) -> Answer:
+        status = response.status_code
+        headers = response.headers
+        wait_until = rate_limited_until(status, headers)
+        if wait_until is not None:
+            raise RetryLater(
+                f"{self.host_name} rate limit for {self.subject}; resumes at {wait_until:%H:%M:%S} UTC.",
+                at=wait_until,
+            )
+        if status == 304:
+            return Answer(status, headers)
+        if status >= 500:
+            raise ProviderUnavailable(f"{self.host_name} answered {status} for {self.subject}.")
+        if status in (401, 403):
+            raise ProviderRefused(
+                f"{self.host_name} refused the credentials for {self.subject} "
+                f"({status}: {_message(body)}). Check the token's access."
+            )
+        if status >= 400:
+            raise ProviderRefused(f"{self.host_name} answered {status} for {self.subject}: {_message(body)}.")
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise ProviderAnswerInvalid(
+                f"{self.host_name} answered {self.subject} with malformed JSON ({exc}): {body[:80]!r}."
+            ) from None
+        next_url = response.links.get("next", {}).get("url", "")
+        return Answer(status, headers, data, next_url)
+
+
+def rate_limited_until(
+    status: int, headers: Mapping[str, str], now: datetime | None = None
+) -> datetime | None:
+    """When a rate-limited request may be made again, or None when it was not rate-limited.
+
+    GitHub: a 403 or 429 with ``X-RateLimit-Remaining: 0`` waits for ``X-RateLimit-Reset``
+    (epoch seconds); a secondary limit sends ``Retry-After`` (seconds or an HTTP date).
+    """
+    now = now or datetime.now(UTC)
+    if status not in (403, 429):
+        return None
+    retry_after = headers.get("retry-after", "").strip()
+    until: datetime | None = None
+    if retry_after.isdigit():
+        until = now + timedelta(seconds=int(retry_after))
+    elif retry_after:
+        try:
+            parsed = email.utils.parsedate_to_datetime(retry_after)
+        except (TypeError, ValueError):
+            parsed = None
+        until = parsed if parsed and parsed.tzinfo else now + timedelta(seconds=60)
+    elif headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset", "").isdigit():
+        until = datetime.fromtimestamp(int(headers["x-ratelimit-reset"]), UTC) + timedelta(seconds=1)
+    elif status == 429:
+        until = now + timedelta(seconds=60)  # rate-limited without saying until when
+    if until is None:
+        return None
+    return min(max(until, now), now + MAX_WAIT)
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc
+
+
+def _message(body: bytes) -> str:
+    """The host's own words, when it gave some (GitHub: {"message": ...})."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body[:200].decode("utf-8", "replace").strip() or "no message"
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return data["message"][:200]
+    return "no message"

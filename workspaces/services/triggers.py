@@ -1,0 +1,92 @@
+"""What the product enqueues on demand ("most jobs are enqueued on demand").
+
+Each function only enqueues, in the caller's transaction (the job exists once the row that
+asked for it is committed, and not at all if it rolls back), and returns the job. Each job
+is deduplicated by its subject: asking twice while one is queued or running returns that
+one. Nothing here waits for the work.
+
+| moment | job |
+|---|---|
+| a repository is connected to a workspace (``connect_repository``) | ``repository.ingest`` |
+| a workspace is created with its repositories (``create_workspace``) | ``workspace.provision`` |
+| Re-index (repository page) | ``repository.ingest`` |
+| Sync now (repository page) | ``pullrequest.sync`` (which queues ``checks.sync`` when pull requests are supervised) |
+| Provision (workspace page) | ``workspace.provision`` |
+| Ask for a test plan, Capsule summary (pull-request page) | ``ai.workflow`` ``test_plan`` / ``capsule_summary`` |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import transaction
+
+from jobs import Job, enqueue
+from workspaces.models import Organization, PullRequest, Repository, Workspace
+
+INGEST = "repository.ingest"
+PROVISION = "workspace.provision"
+PULL_REQUEST_SYNC = "pullrequest.sync"
+AI_WORKFLOW = "ai.workflow"
+# The registered workflows the pull-request page offers, by button.
+TEST_PLAN = "test_plan"
+CAPSULE_SUMMARY = "capsule_summary"
+
+
+def connect_repository(workspace: Workspace, *, name: str, url: str = "", **fields) -> tuple[Repository, Job]:
+    """Add a repository to a workspace and queue its first ingest, in one transaction."""
+    with transaction.atomic():
+        repository = Repository.objects.create(workspace=workspace, name=name, url=url, **fields)
+        return repository, request_ingest(repository)
+
+
+def create_workspace(
+    organization: Organization, *, name: str, repositories: Iterable[dict] = ()
+) -> tuple[Workspace, Job | None]:
+    """Create a workspace with its repositories and queue its provisioning, in one transaction.
+
+    A workspace with no repository yet gets no job (there is nothing to set up from):
+    connecting its first repository queues that repository's ingest, and Provision is
+    pressed when it is complete.
+    """
+    with transaction.atomic():
+        workspace = Workspace.objects.create(organization=organization, name=name)
+        for fields in repositories:
+            Repository.objects.create(workspace=workspace, **fields)
+        return workspace, workspace_created(workspace)
+
+
+def workspace_created(workspace: Workspace) -> Job | None:
+    """The trigger of a new workspace (called once its repositories are saved)."""
+    if not workspace.repositories.exists():
+        return None
+    return request_provision(workspace)
+
+
+def request_ingest(repository: Repository) -> Job:
+    return enqueue(INGEST, {"repository_id": repository.pk})
+
+
+def request_provision(workspace: Workspace) -> Job:
+    return enqueue(PROVISION, {"workspace_id": workspace.pk})
+
+
+def request_pull_request_sync(repository: Repository) -> Job:
+    return enqueue(PULL_REQUEST_SYNC, {"repository_id": repository.pk})
+
+
+def request_workflow(workflow: str, pull_request: PullRequest) -> Job:
+    """Run an AI workflow on one pull request. ``ai.workflow`` declares no key of its own
+    (its subject varies by workflow), so its subject is spelled here, where the type is
+    declared: one workflow per pull request queued or running at a time."""
+    repository = pull_request.repository
+    return enqueue(
+        AI_WORKFLOW,
+        {
+            "workflow": workflow,
+            "workspace_id": repository.workspace_id,
+            "repository_id": repository.pk,
+            "pull_request_id": pull_request.pk,
+        },
+        dedupe_key=f"workflow:{workflow}:pull_request:{pull_request.pk}",
+    )
