@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import Job, enqueue
+from jobs import Job, RetryLater, enqueue
 from workspaces.errors import NotReady
 from workspaces.models import SourceItem, WorkConnection
 from workspaces.providers import WorkItemData, work_tracker
@@ -90,6 +90,10 @@ def sync_connection(
     # Fetch outside the transaction: a provider call must not hold row locks.
     try:
         fetched = {item.external_id: item for item in tracker.items(connection, updated_since=since)}
+    except RetryLater as wait:
+        # Not a failure (the job waits without using an attempt), but why nothing changed.
+        _record_error(connection, f"Waiting: {wait.reason}")
+        raise
     except Exception as exc:
         _record_error(connection, str(exc) or type(exc).__name__)
         raise
