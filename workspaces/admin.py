@@ -5,14 +5,17 @@ by list actions for many rows at once, and by saving a new repository or workspa
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.urls import reverse
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html_join
 from django.utils.text import Truncator
+from django.views.decorators.debug import sensitive_post_parameters
 
 from jobs import enqueue
-from workspaces import models
+from workspaces import credentials, models
 from workspaces.job_buttons import JobButton, JobButtonsMixin
 from workspaces.providers import code_host, work_tracker
 from workspaces.services import triggers
@@ -197,15 +200,68 @@ class PullRequestAdmin(JobButtonsMixin, admin.ModelAdmin):
     )
 
 
+class WorkConnectionForm(forms.ModelForm):
+    """The API token is write-only: typed in, stored encrypted, never shown back."""
+
+    api_token = forms.CharField(
+        label="API token",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only: stored encrypted (CREDENTIALS_KEYS) and never shown again. "
+        "Leave empty to keep the stored token.",
+    )
+    forget_api_token = forms.BooleanField(label="Remove the stored token", required=False)
+
+    class Meta:
+        model = models.WorkConnection
+        fields = [
+            "workspace",
+            "kind",
+            "name",
+            "external_id",
+            "active",
+            "api_url",
+            "account",
+            "webhook_id",
+            "snapshot",
+        ]
+
+    def save(self, commit: bool = True) -> models.WorkConnection:
+        connection = super().save(commit=False)
+        if self.cleaned_data.get("forget_api_token"):
+            connection.credential = ""
+        elif self.cleaned_data.get("api_token"):
+            connection.credential = credentials.encrypt(self.cleaned_data["api_token"])
+        if commit:
+            connection.save()
+        return connection
+
+
 @admin.register(models.WorkConnection)
-class WorkConnectionAdmin(admin.ModelAdmin):
+class WorkConnectionAdmin(JobButtonsMixin, admin.ModelAdmin):
+    form = WorkConnectionForm
+    job_buttons = (JobButton("sync", "Sync now", request_sync),)
     list_display = ["name", "kind", "workspace", "active", "last_synced_at", "item_count", "last_error_brief"]
     list_filter = ["kind", "active"]
     search_fields = ["name", "external_id"]
     actions = ["sync_now"]
     fieldsets = [
         (None, {"fields": ["workspace", "kind", "name", "external_id", "active"]}),
-        ("Provider", {"fields": ["api_url", "account", "webhook_id", "reads_from"]}),
+        (
+            "Provider",
+            {
+                "fields": [
+                    "api_url",
+                    "account",
+                    "token_stored",
+                    "api_token",
+                    "forget_api_token",
+                    "webhook_id",
+                    "reads_from",
+                ]
+            },
+        ),
         (
             "Last sync",
             {
@@ -224,6 +280,7 @@ class WorkConnectionAdmin(admin.ModelAdmin):
     # What the sync records: read, never typed in.
     readonly_fields = [
         "reads_from",
+        "token_stored",
         "last_synced_at",
         "full_synced_at",
         "item_counts",
@@ -231,6 +288,15 @@ class WorkConnectionAdmin(admin.ModelAdmin):
         "last_error",
         "last_error_at",
     ]
+
+    @method_decorator(sensitive_post_parameters("api_token"))
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # An error report of this page (DEBUG, the admins' email) must not carry the token.
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description="Stored token")
+    def token_stored(self, connection: models.WorkConnection) -> str:
+        return "stored encrypted (never shown)" if connection.credential else "none"
 
     @admin.display(description="Reads from")
     def reads_from(self, connection: models.WorkConnection) -> str:
