@@ -172,6 +172,15 @@ def test_github__a_push_queues_an_ingest_for_every_workspace_that_connected_the_
     assert queued == sorted([repository.pk, ssh.pk])
 
 
+def test_github__a_repository_fetched_from_a_mirror_is_found_by_its_full_name(client):
+    mirrored = RepositoryFactory(url="file:///srv/mirrors/api.git", full_name="acme/api")
+    RepositoryFactory(url="https://gitlab.example.com/acme/api.git", full_name="acme/api")  # another host
+
+    _github(client, hooks.push("acme/api"), "push")
+
+    assert [job.payload["repository_id"] for job in _jobs("repository.ingest")] == [mirrored.pk]
+
+
 def test_github__pull_request_queues_a_pull_request_sync(client, repository):
     payload = {
         "action": "synchronize",

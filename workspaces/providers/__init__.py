@@ -3,7 +3,7 @@
 Two small interfaces, ``CodeHost`` and ``WorkTracker``. ``CODE_HOST=github`` selects the
 GitHub REST API (``github.py``, over the one HTTP convention of ``http.py``); the embedded
 default of each reads what is already stored (repository metadata, the connection's last
-webhook snapshot) and says so in its label, so the jobs run with no network. The in-memory
+stored snapshot) and says so in its label, so the jobs run with no network. The in-memory
 fakes of the tests are swapped in with ``use_code_host`` / ``use_work_tracker``.
 """
 

@@ -14,7 +14,8 @@ Verified by ``X-Hub-Signature-256`` (``sha256=`` + HMAC-SHA256 of the raw body u
 
 The repository is found by the delivery's ``repository``: the host of its ``html_url`` and
 its ``full_name`` against each connected repository's URL (HTTPS, SSH or ``git@host:``
-form). Every workspace that connected the repository gets its job.
+form), or its full name where one was set. Every workspace that connected the repository
+gets its job.
 """
 
 from __future__ import annotations
@@ -29,12 +30,11 @@ from django.http import HttpRequest, HttpResponse
 
 from jobs import enqueue
 from workspaces.models import PullRequest, Repository, WebhookDelivery
+from workspaces.services import triggers
 from workspaces.webhooks import payloads
 from workspaces.webhooks.deliveries import Routed
 from workspaces.webhooks.verification import signature_matches
 
-INGEST = "repository.ingest"
-PULL_REQUEST_SYNC = "pullrequest.sync"
 CHECKS_SYNC = "checks.sync"
 CHECK_EVENTS = {"check_run", "check_suite", "pull_request_review"}
 SCP_LIKE = re.compile(r"^[\w.-]+@(?P<host>[\w.-]+):(?P<path>.+)$")
@@ -75,7 +75,7 @@ class GitHubHook:
         if event == "push":
             return _push(payload, repositories, full_name)
         if event == "pull_request":
-            jobs = [enqueue(PULL_REQUEST_SYNC, {"repository_id": repo.pk}) for repo in repositories]
+            jobs = [triggers.request_pull_request_sync(repo) for repo in repositories]
             number = payloads.text(payload, "pull_request", "number")
             return Routed(Outcome.QUEUED, f"Pull request #{number} of {full_name}: sync queued.", jobs)
         return _checks(event, payload, repositories, full_name)
@@ -91,7 +91,7 @@ def _push(payload: dict[str, Any], repositories: list[Repository], full_name: st
             Outcome.IGNORED,
             f"A push to {ref or 'no ref'} of {full_name}, not to its default branch {default_branch or '?'}.",
         )
-    jobs = [enqueue(INGEST, {"repository_id": repo.pk}) for repo in repositories]
+    jobs = [triggers.request_ingest(repo) for repo in repositories]
     return Routed(Outcome.QUEUED, f"A push to {default_branch} of {full_name}: ingest queued.", jobs)
 
 
@@ -124,9 +124,15 @@ def connected_repositories(data: dict[str, Any]) -> list[Repository]:
     host = (urlsplit(payloads.text(data, "html_url")).hostname or "").lower()
     if not full_name or not host:
         return []
-    # The LIKE narrows the rows; the exact comparison below decides.
-    candidates = Repository.objects.filter(url__icontains=full_name).order_by("pk")
-    return [repo for repo in candidates if url_names(repo.url) == (host, full_name.lower())]
+    # The LIKE narrows the rows; the exact comparison below decides. A repository whose
+    # owner/name was set by hand (a URL that does not say it) is taken at its word.
+    candidates = Repository.objects.filter(Q(url__icontains=full_name) | Q(full_name__iexact=full_name))
+    return [
+        repo
+        for repo in candidates.order_by("pk")
+        if url_names(repo.url) == (host, full_name.lower())
+        or (repo.full_name.strip("/").lower() == full_name.lower() and url_names(repo.url)[0] in ("", host))
+    ]
 
 
 def url_names(url: str) -> tuple[str, str]:
