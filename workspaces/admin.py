@@ -349,8 +349,17 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     list_filter = ["provider", "outcome", "event"]
     search_fields = ["delivery_id", "event", "detail"]
     date_hierarchy = "received_at"
-    fields = ["received_at", "provider", "event", "delivery_id", "outcome", "detail", "jobs", "repeats"]
-    readonly_fields = fields
+    readonly_fields = [
+        "received_at",
+        "provider",
+        "event",
+        "delivery_id",
+        "outcome",
+        "detail",
+        "jobs",
+        "repeats",
+    ]
+    exclude = ["job_ids"]  # shown as links by ``jobs``
 
     @admin.display(description="Jobs")
     def jobs(self, delivery: models.WebhookDelivery):

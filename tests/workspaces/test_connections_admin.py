@@ -140,6 +140,9 @@ def test_deliveries__are_listed_read_only_with_received_event_and_outcome(admin_
     assert "jira:issue_updated" in page and "queued" in page and "sync queued" in page
     assert f'href="/admin/platform/job/{job.pk}/change/"' in page
     change = reverse("admin:workspaces_webhookdelivery_change", args=[delivery.pk])
+    detail = admin_client.get(change).content.decode()
+    assert "d-1" in detail and f'href="/admin/platform/job/{job.pk}/change/"' in detail
+    assert 'name="_save"' not in detail  # view only: nothing to save
     assert admin_client.get(reverse("admin:workspaces_webhookdelivery_add")).status_code == 403
     assert admin_client.post(change, {"outcome": "ignored"}).status_code == 403
     delivery.refresh_from_db()

@@ -129,7 +129,8 @@ def check_errors(
             }
         )
     for error in errors:
-        extensions = error.get("extensions") if isinstance(error.get("extensions"), dict) else {}
+        found = error.get("extensions")
+        extensions: dict[str, Any] = found if isinstance(found, dict) else {}
         code = str(extensions.get("code") or "")
         message = redact(str(error.get("message") or code)[:200])
         now = now or datetime.now(UTC)
@@ -160,7 +161,8 @@ def _item(item: Any, connection: WorkConnection) -> WorkItemData:
     if not isinstance(item, dict) or not isinstance(item.get("id"), str | int):
         raise ProviderAnswerInvalid(f"Monday returned an item without an id for {subject(connection)}.")
     columns = [c for c in item.get("column_values") or [] if isinstance(c, dict) and c.get("text")]
-    group = item.get("group") if isinstance(item.get("group"), dict) else {}
+    found = item.get("group")
+    group: dict[str, Any] = found if isinstance(found, dict) else {}
     return WorkItemData(
         external_id=str(item["id"]),
         title=str(item.get("name") or ""),

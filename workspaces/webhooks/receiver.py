@@ -29,8 +29,15 @@ logger = logging.getLogger("workspaces.webhooks")
 
 
 class Hook(Protocol):
-    provider: str  # a WebhookDelivery.Provider
-    secret_setting: str  # the setting that holds its secrets, for the log
+    @property
+    def provider(self) -> str:
+        """A WebhookDelivery.Provider."""
+        ...
+
+    @property
+    def secret_setting(self) -> str:
+        """The setting that holds its secrets, for the log."""
+        ...
 
     def verify(self, request: HttpRequest, body: bytes) -> bool: ...
 
