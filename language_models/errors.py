@@ -7,7 +7,7 @@ Messages name the provider and the setting to check, never a key or a prompt.
 
 from __future__ import annotations
 
-from jobs import JobError, PermanentError, RetryableError
+from jobs import JobError, PermanentError, RetryableError, RetryLater
 
 
 class ModelError(JobError):
@@ -30,13 +30,18 @@ class InvalidAnswer(ModelCallError):
     """The model's answer is not what was asked for (not the JSON asked for, empty, or too long)."""
 
 
-class ModelRateLimited(ModelCallError):
-    """The model service asked us to slow down (HTTP 429)."""
+class ModelRateLimited(ModelCallError, RetryLater):
+    """The model service asked us to slow down (HTTP 429): the job waits for it and runs
+    again then, without using an attempt (a ``jobs.RetryLater``)."""
+
+    #: Seconds to wait when the service does not say (no Retry-After).
+    DEFAULT_WAIT = 30.0
 
     def __init__(self, message: str | None = None, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
         # Seconds the service asked us to wait (its Retry-After), when it said.
         self.retry_after = retry_after
+        wait = retry_after if retry_after is not None else self.DEFAULT_WAIT
+        RetryLater.__init__(self, message or "The model service asked us to slow down.", delay=wait)
 
 
 class ModelRejected(ModelError, PermanentError):
@@ -46,10 +51,10 @@ class ModelRejected(ModelError, PermanentError):
 def rate_limited(provider: str, detail: str, retry_after: float | None) -> ModelError:
     """What a provider's "slow down" (HTTP 429, Bedrock's ThrottlingException) raises.
 
-    The one place that decides what a rate limit does to a job: today a retryable
-    ``ModelRateLimited``, which costs an attempt and waits out the type's backoff. Once the
-    engine can put a job back at a given time without using an attempt (``jobs.RetryLater``),
-    this is where a rate limit switches to it, with ``retry_after`` as the delay.
+    The one place that decides what a rate limit does to a job: ``ModelRateLimited`` is a
+    ``jobs.RetryLater``, so the job goes back to the queue for when the service allows
+    (``retry_after``, or ``ModelRateLimited.DEFAULT_WAIT``) without using an attempt, as the
+    platform's HTTP convention has it for every provider.
     """
     wait = f" (the service asked for {retry_after:g}s)" if retry_after is not None else ""
     return ModelRateLimited(

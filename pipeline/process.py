@@ -14,7 +14,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from jobs import PermanentError
+from jobs import PermanentError, RetryLater
 from pipeline import blobs, classify, origins, parsing, runs, search, storable, switch
 from pipeline.errors import EmailMissing, IndexingError
 from pipeline.models import (
@@ -43,7 +43,8 @@ def process_email(email_id: int, *, job_id: int | None = None, progress: Progres
 
     Raises EmailMissing (permanent) for a missing row, UnprocessableEmail (permanent) for
     an email the parser cannot take (the email is failed and marked for review, its run
-    closed), ModelCallError (retryable) for a failed model call, and re-raises anything
+    closed), ModelCallError (retryable) for a failed model call (a rate limit is a
+    RetryLater: the email keeps its status and waits), and re-raises anything
     unexpected after logging it, so the engine retries with backoff. An unreachable index is
     not raised: the email is partially indexed.
     """
@@ -57,6 +58,8 @@ def process_email(email_id: int, *, job_id: int | None = None, progress: Progres
         try:
             if isinstance(exc, PermanentError):
                 runs.fail_for_good(email, run, job_id, exc)
+            elif isinstance(exc, RetryLater):
+                runs.postpone(email, run, job_id, exc)
             else:
                 runs.fail(email, run, job_id, exc)
         except DatabaseError:  # the database itself is down: the engine's retry will tell

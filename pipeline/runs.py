@@ -72,6 +72,14 @@ def fail(email: EmailMessage, run: PipelineRun, job_id: int | None, exc: BaseExc
     record_error(email, run, job_id, exc)
 
 
+def postpone(email: EmailMessage, run: PipelineRun, job_id: int | None, exc: BaseException) -> None:
+    """The model service asked us to wait (a rate limit): the email keeps its status and its
+    run stays open; the engine runs the job again when the service allows, without using an
+    attempt. Logged, so an operator sees why it waits."""
+    touch(run, last_error=describe(exc))
+    record_error(email, run, job_id, exc)
+
+
 def fail_for_good(email: EmailMessage, run: PipelineRun, job_id: int | None, exc: BaseException) -> None:
     """An error another try cannot fix: email failed and marked for review, error logged,
     run closed as failed (so the sweeper leaves it; a reprocess opens a new one)."""

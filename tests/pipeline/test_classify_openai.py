@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
+import pytest
+from django.utils import timezone
+
+import jobs
 from jobs import RetryableError
 from pipeline import intake, process
 from pipeline.errors import ModelCallError, ModelRateLimited
@@ -26,14 +30,18 @@ def test_openai__labels_the_email_and_records_the_model(openai_model: ModelServe
     assert sent.prompt.startswith(f"Subject: {email.subject}")
 
 
-def test_openai__a_429_fails_the_try_as_a_rate_limited_model_call(openai_model: ModelServer):
+def test_openai__a_429_postpones_the_job_and_leaves_the_email_waiting(openai_model: ModelServer):
     openai_model.script(Reply.error(429, retry_after="5"))
     email = intake.receive(corpus.plain()).email
+    before = timezone.now()
     with pytest.raises(ModelRateLimited) as caught:
         process.process_email(email.pk, job_id=3)
-    assert isinstance(caught.value, ModelCallError) and isinstance(caught.value, RetryableError)
+    # A jobs.RetryLater for when the service allows: the engine puts the job back then
+    # without using an attempt.
+    assert isinstance(caught.value, jobs.RetryLater)
+    assert before + timedelta(seconds=4) < caught.value.at < timezone.now() + timedelta(seconds=6)
     email.refresh_from_db()
-    assert email.status == Status.FAILED
+    assert email.status == Status.PARSED and email.runs.get().is_open
     assert ErrorLogEntry.objects.get().error_class == "pipeline.errors.ModelRateLimited"
 
 

@@ -174,6 +174,7 @@ def test_ingest__a_local_folder_with_a_symlink_out_of_it_is_read_without_followi
 
 def test_ingest__fifty_thousand_files_are_counted_and_the_first_ones_read(origin, settings):
     settings.REPOSITORY_MAX_FILES = 20_000
+    settings.GIT_TIMEOUT = 600  # a checkout of 50,000 files on a busy machine; not what is tested here
     origin.many_files(50_000)
 
     repository = _ingest(origin.url)

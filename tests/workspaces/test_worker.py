@@ -147,8 +147,9 @@ def test_runworker__ai_jobs_ask_the_configured_model_and_record_the_calls(start_
     decision = Decision.objects.get()
     assert decision.title == "Build it in Go" and decision.artifact.model == "test-model"
     assert decision.evidence[0]["quote"] == "We decided to adopt Go."
-    # A 429 is a failed try for now, retried after the type's backoff: the switch to
-    # "retry at T without using an attempt" is language_models.errors.rate_limited.
+    # A 429 is not a failed try: the job waits for the Retry-After (60 s) without using
+    # an attempt, the reason shown as its message.
     limited_job = Job.objects.get(type="brain.derive")
-    assert (limited_job.status, limited_job.attempts) == (Status.QUEUED, 1)
-    assert "rate limiting" in limited_job.error and limited_job.run_at > timezone.now()
+    assert (limited_job.status, limited_job.attempts, limited_job.error) == (Status.QUEUED, 0, "")
+    assert "rate limiting" in limited_job.message
+    assert limited_job.run_at > timezone.now() + timedelta(seconds=30)
