@@ -35,6 +35,8 @@ SYNC_JOB = "workmanagement.sync"
 # An incremental sync asks from this long before the newest change the last one saw: the
 # provider's clock, its search index's lag and an item changed mid-listing all fit in it.
 OVERLAP = timedelta(minutes=5)
+# The fields of a source item that come from the provider.
+ITEM_FIELDS = ("title", "status", "description", "url", "updated_at_source")
 
 
 @dataclass(frozen=True)
@@ -144,9 +146,7 @@ def _apply(
             item.synced_at = now
             changed.append(item)
         SourceItem.objects.bulk_create(created, batch_size=500)
-        SourceItem.objects.bulk_update(
-            changed, [*_fields(WorkItemData("", "")), "synced_at", "deleted_at"], batch_size=500
-        )
+        SourceItem.objects.bulk_update(changed, [*ITEM_FIELDS, "synced_at", "deleted_at"], batch_size=500)
         deleted = 0
         if full:
             gone = [
