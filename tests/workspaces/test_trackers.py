@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from jobs import RetryLater
 from tests.support import trackers as fakes
+from tests.support.servers import SilentServer
 from workspaces import credentials
 from workspaces.errors import (
     ProviderAnswerInvalid,
@@ -413,3 +414,23 @@ def test_monday__errors_inside_the_answer_read_like_http_statuses(answer, raised
         assert caught.value.at == now + timedelta(seconds=7)
     elif raised is RetryLater:
         assert caught.value.at == datetime(2026, 3, 2, 0, 0, 5, tzinfo=UTC)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["jira", "clickup", "monday"])
+def test_sync__a_provider_that_never_answers_times_out_as_a_retryable_failure(kind, settings):
+    settings.HTTP_TIMEOUT = 0.5
+    server = SilentServer()
+    try:
+        connection = WorkConnectionFactory(
+            kind=kind,
+            external_id="PAY" if kind == "jira" else "123",
+            api_url=server.url,
+            account=fakes.JIRA_EMAIL,
+            credential=credentials.encrypt("a-token-1234"),
+        )
+        with pytest.raises(ProviderUnavailable, match="did not answer within 0.5s"):
+            sync_connection(connection.pk)
+        assert server.accepted  # the request reached the server and waited there
+    finally:
+        server.close()
