@@ -39,6 +39,7 @@ demo: venv
 	$(PY) manage.py migrate --verbosity 0
 	$(PY) manage.py demo
 	$(PY) manage.py demo_workspace
+	$(PY) manage.py demo_connections
 
 test: venv-dev postgres chromium
 	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0

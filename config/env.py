@@ -79,6 +79,12 @@ def secret(name: str) -> str:
     return value
 
 
+def secrets(name: str) -> list[str]:
+    """Comma-separated credentials (a current one first, then the ones being retired), read
+    as ``secret`` reads one: no ``$VAR`` expansion, and no message repeats a value."""
+    return [part for part in secret(name).split(",") if part]
+
+
 def url(name: str, default: str, *, schemes: Iterable[str] = ("http", "https")) -> str:
     """An absolute URL with one of ``schemes``. The value is not repeated in the message:
     a URL can carry credentials."""

@@ -220,6 +220,30 @@ PIPELINE_SWEEP_TIMEOUT = env.number("PIPELINE_SWEEP_TIMEOUT", 300.0, minimum=1.0
 # defects); the rest are counted, and the attachments are linked to a paginated list.
 PIPELINE_ADMIN_ROWS = env.integer("PIPELINE_ADMIN_ROWS", 100, minimum=1)
 
+# --- Work connections and webhooks (workspaces/) -----------------------------------------
+# Where workmanagement.sync reads a connection's items: "stored" (the embedded default for the
+# demo: the connection's stored snapshot, no network, labelled so in the admin) or "api" (each
+# connection's provider by its kind: Jira Cloud, ClickUp, Monday; see workspaces/trackers/).
+WORK_TRACKER = env.choice("WORK_TRACKER", "stored", ("stored", "api"))
+# A sync lists everything (which is what finds deleted items) when the last full listing is
+# older than this many seconds; in between it asks only for what changed.
+WORK_SYNC_FULL_EVERY = env.integer("WORK_SYNC_FULL_EVERY", 3600, minimum=0)
+# Webhook secrets, each a comma-separated list (the current one first, then any being
+# retired): HMAC keys for GitHub (X-Hub-Signature-256), Jira admin webhooks (X-Hub-Signature)
+# and ClickUp (X-Signature: each ClickUp webhook has its own secret, list every one), and the
+# signing secret of the Monday app whose JWT signs its deliveries. Unset: every delivery to
+# that endpoint is refused (401).
+GITHUB_WEBHOOK_SECRET = env.secrets("GITHUB_WEBHOOK_SECRET")
+JIRA_WEBHOOK_SECRET = env.secrets("JIRA_WEBHOOK_SECRET")
+CLICKUP_WEBHOOK_SECRET = env.secrets("CLICKUP_WEBHOOK_SECRET")
+MONDAY_SIGNING_SECRET = env.secrets("MONDAY_SIGNING_SECRET")
+# The address Monday posts to, as its JWTs name it ("aud"); empty: this request's own URL.
+MONDAY_WEBHOOK_URL = env.text("MONDAY_WEBHOOK_URL", "")
+# A webhook body larger than this is refused with 413 before it is read.
+WEBHOOK_MAX_BODY_BYTES = env.integer("WEBHOOK_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
+# Recorded deliveries are deleted after this many days (manage.py sweep).
+WEBHOOK_DELIVERIES_KEEP_DAYS = env.number("WEBHOOK_DELIVERIES_KEEP_DAYS", 14.0, minimum=0.0)
+
 # --- Workspaces (workspaces/) ------------------------------------------------------------
 # Trial reminders go out by email: printed to the console by default, through SMTP once
 # EMAIL_HOST is set. (Django 6.1's MAILERS; tests swap in the locmem backend.)

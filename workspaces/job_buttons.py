@@ -3,7 +3,9 @@
 A button is a POST form (with Django's CSRF token) to ``<object id>/jobs/<slug>/``; the view
 checks the change permission on that object, enqueues through a trigger function of
 ``workspaces.services.triggers`` (deduplicated, so pressing twice gives one job) and
-returns to the page with a message linking to the job on the "Background jobs" page.
+returns to the page with a message linking to the job on the "Background jobs" page. A
+trigger that refuses (``NotReady``: an inactive connection) queues nothing and its reason
+is the message.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from jobs import Job
+from workspaces.errors import NotReady
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,14 @@ class JobButtonsMixin(admin.ModelAdmin):
             raise Http404
         if not self.has_change_permission(request, obj) or not button.shown(obj):
             raise PermissionDenied
-        with transaction.atomic():
-            job = button.enqueue(obj)
+        try:
+            with transaction.atomic():
+                job = button.enqueue(obj)
+        except NotReady as refused:  # e.g. an inactive connection: say why, queue nothing
+            self.message_user(request, str(refused), messages.ERROR)
+            return HttpResponseRedirect(
+                reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[obj.pk])
+            )
         self.message_user(
             request,
             format_html(

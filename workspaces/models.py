@@ -176,6 +176,9 @@ class PullRequest(models.Model):
 
 
 class WorkConnection(models.Model):
+    """A project, list or board of a work tracker that ``workmanagement.sync`` mirrors into
+    source items. Its API token is stored encrypted and never shown (see the admin)."""
+
     class Kind(models.TextChoices):
         JIRA = "jira", "Jira"
         CLICKUP = "clickup", "ClickUp"
@@ -185,11 +188,48 @@ class WorkConnection(models.Model):
     kind = models.CharField(max_length=10, choices=Kind.choices)
     name = models.CharField(max_length=200)
     external_id = models.CharField(
-        max_length=200, blank=True, default="", help_text="Project, list or board id."
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="Jira: the project key. ClickUp: the list id. Monday: the board id.",
+    )
+    api_url = models.CharField(
+        "API address",
+        max_length=300,
+        blank=True,
+        default="",
+        help_text="Jira: the site, e.g. https://acme.atlassian.net. "
+        "ClickUp and Monday: leave empty for their public API.",
+    )
+    account = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="Jira: the email address of the Atlassian account the API token belongs to.",
+    )
+    # The API token, encrypted with CREDENTIALS_KEYS (workspaces.credentials). Written through
+    # the admin's write-only field; never shown, logged or put in a job's payload.
+    credential = models.TextField(blank=True, default="", editable=False)
+    webhook_id = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="ClickUp: the id of the webhook registered for this list; its deliveries name it.",
     )
     active = models.BooleanField(default=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
-    # The last item snapshot a webhook delivered; what the default provider reads.
+    # The last full listing, which is what finds deleted items; None asks the next sync for one.
+    full_synced_at = models.DateTimeField(null=True, blank=True)
+    # Where incremental syncs resume: {"updated_since": ISO time}. Written by the sync only.
+    sync_state = models.JSONField(default=dict, blank=True)
+    # What the last sync did, and the items mirrored after it (deleted ones not counted).
+    last_sync_counts = models.JSONField(default=dict, blank=True)
+    item_count = models.PositiveIntegerField(default=0)
+    # Why the last sync did not finish ("" after one that did).
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    # The embedded default's items (WORK_TRACKER=stored, the demo): what the stored-snapshot
+    # tracker reads instead of a provider. Connections synced from a provider ignore it.
     snapshot = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(db_default=Now())
 
@@ -199,14 +239,28 @@ class WorkConnection(models.Model):
             models.Index(
                 fields=["last_synced_at"], condition=models.Q(active=True), name="workspaces_conn_reconcile"
             ),
+            # Webhooks: the connections a delivery names (Jira project, Monday board).
+            models.Index(fields=["kind", "external_id"], name="workspaces_conn_external"),
         ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()}: {self.name}"
 
+    def save(self, *args, **kwargs) -> None:
+        # Webhooks find a connection by its external id, exactly (the index serves that): Jira
+        # names projects by their upper-case key, so a key typed in lower case is stored upper.
+        self.external_id = self.external_id.strip()
+        if self.kind == self.Kind.JIRA:
+            self.external_id = self.external_id.upper()
+        super().save(*args, **kwargs)
+
 
 class SourceItem(models.Model):
-    """A work item (issue, task, board item) mirrored from a work connection."""
+    """A work item (issue, task, board item) mirrored from a work connection.
+
+    An item the provider no longer lists (deleted, archived, moved away) is kept with
+    ``deleted_at`` set, and comes back to life if the provider lists it again.
+    """
 
     connection = models.ForeignKey(WorkConnection, on_delete=models.CASCADE, related_name="items")
     external_id = models.CharField(max_length=200)
@@ -216,6 +270,7 @@ class SourceItem(models.Model):
     url = models.CharField(max_length=500, blank=True, default="")
     updated_at_source = models.DateTimeField(null=True, blank=True)
     synced_at = models.DateTimeField(db_default=Now())
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -224,6 +279,48 @@ class SourceItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.external_id}: {self.title}"
+
+
+class WebhookDelivery(models.Model):
+    """One verified webhook delivery and what it led to, for an operator asking why something
+    did or did not sync. A delivery id is recorded once: the same delivery again (a replay,
+    a redelivery) is answered without queuing anything and counted in ``repeats``.
+    Pruned after ``WEBHOOK_DELIVERIES_KEEP_DAYS``."""
+
+    class Provider(models.TextChoices):
+        GITHUB = "github", "GitHub"
+        JIRA = "jira", "Jira"
+        CLICKUP = "clickup", "ClickUp"
+        MONDAY = "monday", "Monday"
+
+    class Outcome(models.TextChoices):
+        QUEUED = "queued"  # one job or more queued (or already queued for the same subject)
+        IGNORED = "ignored"  # an event that needs no sync (a ping, another branch, ...)
+        UNKNOWN = "unknown"  # no connected repository or active connection matches it
+
+    provider = models.CharField(max_length=10, choices=Provider.choices)
+    delivery_id = models.CharField(max_length=200)
+    event = models.CharField(max_length=100, blank=True, default="")
+    received_at = models.DateTimeField(db_default=Now())
+    outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    detail = models.CharField(max_length=500, blank=True, default="")
+    # The ids of the jobs it queued (or found queued), for the admin's links.
+    job_ids = models.JSONField(default=list, blank=True)
+    repeats = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "webhook deliveries"
+        constraints = [
+            # Replays: the second insert of a delivery id fails, and nothing is queued.
+            models.UniqueConstraint(fields=["provider", "delivery_id"], name="workspaces_delivery_once"),
+        ]
+        indexes = [
+            # The admin's list (newest first) and pruning (oldest first).
+            models.Index(fields=["received_at"], name="workspaces_delivery_received"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_provider_display()} {self.event} {self.delivery_id}"
 
 
 class AIArtifact(models.Model):

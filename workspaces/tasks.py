@@ -21,6 +21,7 @@ from workspaces.services import (
     work_items,
     workflows,
 )
+from workspaces.webhooks import deliveries
 
 REPOSITORY = "repository:{repository_id}"
 WORKSPACE = "workspace:{workspace_id}"
@@ -94,9 +95,11 @@ def purge_retained_bodies(ctx: JobContext, *, organization_id: int | None = None
     retention.purge_expired(organization_id, progress=ctx.progress)
 
 
-# --- timers: ``manage.py reconcile`` (15 min) and ``manage.py trial_sweep`` (1 h) ------------
-# Each step runs under ``run_timer``'s advisory lock; both are also idempotent on their own
-# (dedupe keys, the reminder's unique pair), so two runs at once cannot double anything.
+# --- timers: ``manage.py reconcile`` (15 min), ``manage.py trial_sweep`` (1 h), and a step of
+# ``manage.py sweep`` (5 min) ------------------------------------------------------------------
+# Each step runs under ``run_timer``'s advisory lock; each is also idempotent on its own
+# (dedupe keys, the reminder's unique pair, deleting by age), so two runs at once cannot
+# double anything.
 
 
 @periodic("reconcile", every=900)
@@ -107,3 +110,8 @@ def reconcile_work_connections() -> str:
 @periodic("trial_sweep", every=3600)
 def remind_trials_ending() -> str:
     return f"{trials.send_trial_reminders()} trial reminders sent"
+
+
+@periodic("sweep", every=300)
+def prune_webhook_deliveries() -> str:
+    return f"{deliveries.prune()} webhook deliveries pruned"

@@ -21,6 +21,7 @@ MODELS = [
     models.PullRequest,
     models.WorkConnection,
     models.SourceItem,
+    models.WebhookDelivery,
     models.AIArtifact,
     models.Decision,
     models.ReviewCapsule,

@@ -223,7 +223,7 @@ def test_checks_sync__records_ci_and_approvals_of_supervised_open_pull_requests_
 # --- workmanagement.sync ---------------------------------------------------------------------
 
 
-def test_work_sync__reconciles_items_added_changed_and_removed():
+def test_work_sync__reconciles_items_added_changed_and_marks_vanished_ones_deleted():
     connection = WorkConnectionFactory()
     SourceItem.objects.create(connection=connection, external_id="P-1", title="Old")
     SourceItem.objects.create(connection=connection, external_id="P-9", title="Gone")
@@ -232,13 +232,14 @@ def test_work_sync__reconciles_items_added_changed_and_removed():
     )
     with use_work_tracker("jira", tracker):
         result = sync_connection(connection.pk)
-        assert (result.created, result.updated, result.removed) == (1, 1, 1)
+        assert (result.created, result.updated, result.deleted) == (1, 1, 1)
         again = sync_connection(connection.pk)
-        assert (again.created, again.updated, again.removed) == (0, 0, 0)
-    items = dict(connection.items.values_list("external_id", "title"))
-    assert items == {"P-1": "Renamed", "P-2": "New"}
+        assert (again.created, again.updated, again.deleted) == (0, 0, 0)
+    live = dict(connection.items.filter(deleted_at__isnull=True).values_list("external_id", "title"))
+    assert live == {"P-1": "Renamed", "P-2": "New"}
+    assert connection.items.get(external_id="P-9").deleted_at is not None
     connection.refresh_from_db()
-    assert connection.last_synced_at is not None
+    assert connection.last_synced_at is not None and connection.item_count == 2
 
 
 def test_work_sync__skips_an_inactive_connection_and_keeps_its_items():

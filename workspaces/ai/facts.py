@@ -83,7 +83,7 @@ def recent_pull_requests(repo: Repository) -> list[str]:
 
 
 def work_items(workspace: Workspace) -> list[str]:
-    items = SourceItem.objects.filter(connection__workspace=workspace).order_by(
+    items = SourceItem.objects.filter(connection__workspace=workspace, deleted_at__isnull=True).order_by(
         "-updated_at_source", "external_id"
     )
     return [

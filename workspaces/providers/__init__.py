@@ -1,10 +1,12 @@
 """Where pull requests, CI checks and work items come from.
 
 Two small interfaces, ``CodeHost`` and ``WorkTracker``. ``CODE_HOST=github`` selects the
-GitHub REST API (``github.py``, over the one HTTP convention of ``http.py``); the embedded
-default of each reads what is already stored (repository metadata, the connection's last
-webhook snapshot) and says so in its label, so the jobs run with no network. The in-memory
-fakes of the tests are swapped in with ``use_code_host`` / ``use_work_tracker``.
+GitHub REST API (``github.py``); ``WORK_TRACKER=api`` selects each connection's provider by
+its kind (``jira.py``, ``clickup.py``, ``monday.py``); all of them call out over the one HTTP
+convention of ``http.py``. The embedded default of each reads what is already stored
+(repository metadata, the connection's snapshot) and says so in its label, so the jobs run
+with no network. The in-memory fakes of the tests are swapped in with ``use_code_host`` /
+``use_work_tracker``.
 """
 
 from workspaces.providers.base import (

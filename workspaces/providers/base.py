@@ -80,7 +80,22 @@ class CodeHost(Protocol):
 
 
 class WorkTracker(Protocol):
-    def items(self, connection: WorkConnection) -> Iterable[WorkItemData]: ...
+    """A work tracker's items, for ``workmanagement.sync``: one implementation per kind of
+    connection (``workspaces/providers/jira.py``, ``clickup.py``, ``monday.py``), chosen by
+    ``work_tracker(connection.kind)``."""
+
+    # What the admin and the sync's messages call it ("Jira Cloud", "stored snapshot …").
+    label: str
+    # Whether ``updated_since`` narrows the listing; without it every sync lists everything.
+    incremental: bool
+
+    def items(
+        self, connection: WorkConnection, *, updated_since: datetime | None = None
+    ) -> Iterable[WorkItemData]:
+        """Every item of the connection, or (``updated_since`` given, ``incremental`` true)
+        at least those changed since then. Raises the provider errors of ``workspaces.errors``
+        (and ``jobs.RetryLater`` for a rate limit); no message names the credential."""
+        ...
 
 
 _code_host: CodeHost | None = None
@@ -101,13 +116,20 @@ def code_host() -> CodeHost:
 
 
 def work_tracker(kind: str) -> WorkTracker:
+    """The tracker for connections of ``kind``: one set by ``use_work_tracker``, else the
+    provider's API (``WORK_TRACKER=api``), else the stored snapshot (the embedded default)."""
     if kind in _trackers:
         return _trackers[kind]
     from workspaces.models import WorkConnection
-    from workspaces.providers.stored import SnapshotTracker
 
     if kind not in WorkConnection.Kind.values:
         raise ProviderNotConfigured(f"No work tracker for connections of kind {kind!r}.")
+    if settings.WORK_TRACKER == "api":
+        from workspaces.providers.trackers import api_tracker
+
+        return api_tracker(kind)
+    from workspaces.providers.stored import SnapshotTracker
+
     return SnapshotTracker()
 
 

@@ -14,6 +14,9 @@ What an answer means for the job that asked, the same for every provider:
 
 Pages are followed through ``Link: <…>; rel="next"`` headers, only to the host the client
 was made for (a credential is never sent elsewhere), and at most ``max_pages`` of them.
+Providers that page otherwise (a token or page number in the answer, a GraphQL cursor) call
+``get`` or ``post`` once a page. No error message repeats one of the client's ``secrets``,
+even when the host echoes it back.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class HttpClient:
     max_bytes: int | None = None
     max_pages: int = 1000
     transport: httpx.BaseTransport | None = None
+    # The credentials in ``headers`` (a token, its Basic encoding): blanked out of every error.
+    secrets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._client = httpx.Client(
@@ -92,12 +97,32 @@ class HttpClient:
 
     def get(self, path: str, *, params: Mapping[str, Any] | None = None, etag: str = "") -> Answer:
         """GET ``path`` (relative to the base URL, or a full URL of the same host)."""
-        url = path if "://" in path else urljoin(self.base_url.rstrip("/") + "/", path.lstrip("/"))
+        headers = {"If-None-Match": etag} if etag else {}
+        return self._send("GET", path, params=params, headers=headers)
+
+    def post(self, path: str, *, json: Any) -> Answer:
+        """POST ``json`` to ``path`` (a GraphQL query, a search): the same convention as ``get``."""
+        return self._send("POST", path, json=json)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+    ) -> Answer:
+        if not path:
+            url = self.base_url
+        elif "://" in path:
+            url = path
+        else:
+            url = urljoin(self.base_url.rstrip("/") + "/", path.lstrip("/"))
         if _origin(url) != self._origin:
             raise ProviderAnswerInvalid(f"{self.host_name} pointed {self.subject} at another host: {url}.")
-        headers = {"If-None-Match": etag} if etag else {}
         try:
-            with self._client.stream("GET", url, params=params, headers=headers) as response:
+            with self._client.stream(method, url, params=params, headers=headers, json=json) as response:
                 body = self._read(response)
         except httpx.TimeoutException:
             raise ProviderUnavailable(
@@ -105,9 +130,16 @@ class HttpClient:
             ) from None
         except httpx.TransportError as exc:
             raise ProviderUnavailable(
-                f"{self.host_name} could not be reached for {self.subject}: {exc}."
+                self.redact(f"{self.host_name} could not be reached for {self.subject}: {exc}.")
             ) from None
         return self._interpret(response, body)
+
+    def redact(self, text: str) -> str:
+        """``text`` with each of the client's secrets blanked out."""
+        for secret in self.secrets:
+            if len(secret) >= 4:
+                text = text.replace(secret, "***")
+        return text
 
     def pages(
         self, path: str, *, params: Mapping[str, Any] | None = None, etag: str = ""
@@ -156,16 +188,22 @@ class HttpClient:
             raise ProviderUnavailable(f"{self.host_name} answered {status} for {self.subject}.")
         if status in (401, 403):
             raise ProviderRefused(
-                f"{self.host_name} refused the credentials for {self.subject} "
-                f"({status}: {_message(body)}). Check the token's access."
+                self.redact(
+                    f"{self.host_name} refused the credentials for {self.subject} "
+                    f"({status}: {_message(body)}). Check the token's access."
+                )
             )
         if status >= 400:
-            raise ProviderRefused(f"{self.host_name} answered {status} for {self.subject}: {_message(body)}.")
+            raise ProviderRefused(
+                self.redact(f"{self.host_name} answered {status} for {self.subject}: {_message(body)}.")
+            )
         try:
             data = json.loads(body)
         except ValueError as exc:
             raise ProviderAnswerInvalid(
-                f"{self.host_name} answered {self.subject} with malformed JSON ({exc}): {body[:80]!r}."
+                self.redact(
+                    f"{self.host_name} answered {self.subject} with malformed JSON ({exc}): {body[:80]!r}."
+                )
             ) from None
         next_url = response.links.get("next", {}).get("url", "")
         return Answer(status, headers, data, next_url)
@@ -212,6 +250,16 @@ def _message(body: bytes) -> str:
         data = json.loads(body)
     except ValueError:
         return body[:200].decode("utf-8", "replace").strip() or "no message"
-    if isinstance(data, dict) and isinstance(data.get("message"), str):
-        return data["message"][:200]
+    if isinstance(data, dict):
+        # GitHub {"message"}, Jira {"errorMessages": [...]}, ClickUp {"err"}, GraphQL {"errors": [{"message"}]}.
+        for words in (data.get("message"), data.get("err"), *_listed(data.get("errorMessages"))):
+            if isinstance(words, str) and words:
+                return words[:200]
+        for error in _listed(data.get("errors")):
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                return error["message"][:200]
     return "no message"
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from workspaces.errors import ProviderUnavailable
@@ -36,9 +37,18 @@ class InMemoryTracker:
     boards: dict[int, list[WorkItemData]] = field(default_factory=dict)
     down: bool = False
     calls: int = 0
+    incremental: bool = True
+    label: str = "in-memory tracker"
+    asked_since: list[datetime | None] = field(default_factory=list)
 
-    def items(self, connection: WorkConnection) -> Iterable[WorkItemData]:
+    def items(
+        self, connection: WorkConnection, *, updated_since: datetime | None = None
+    ) -> Iterable[WorkItemData]:
         self.calls += 1
+        self.asked_since.append(updated_since)
         if self.down:
             raise ProviderUnavailable(f"{connection.get_kind_display()} did not answer.")
-        return list(self.boards.get(connection.pk, []))
+        items = self.boards.get(connection.pk, [])
+        if updated_since is not None:
+            items = [item for item in items if item.updated_at is None or item.updated_at >= updated_since]
+        return list(items)

@@ -1,14 +1,15 @@
 """The embedded defaults: providers that read what is already stored, with no network.
 
-They stand in for a live host in the demo and in development, and say so: their ``label``
-is shown in the jobs' messages and in the admin. ``Repository.metadata`` holds
+They stand in for a live host or tracker in the demo and in development, and say so: their
+``label`` is shown in the jobs' messages and in the admin. ``Repository.metadata`` holds
 ``pull_requests`` (a list of dicts) and ``checks`` (by pull request number);
-``WorkConnection.snapshot`` holds the last items a webhook delivered.
+``WorkConnection.snapshot`` holds a connection's items for the demo.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
@@ -60,7 +61,15 @@ class StoredCodeHost:
 
 
 class SnapshotTracker:
-    def items(self, connection: WorkConnection) -> Iterable[WorkItemData]:
+    """Items from ``WorkConnection.snapshot``: the embedded default for the demo, not a live
+    tracker (``WORK_TRACKER=api`` selects each connection's provider)."""
+
+    label = "stored snapshot (embedded default, no live tracker; WORK_TRACKER=api for the provider)"
+    incremental = False
+
+    def items(
+        self, connection: WorkConnection, *, updated_since: datetime | None = None
+    ) -> Iterable[WorkItemData]:
         for raw in connection.snapshot:
             yield WorkItemData(
                 external_id=str(raw["id"]),

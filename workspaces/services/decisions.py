@@ -84,7 +84,7 @@ def _record(workspace: Workspace) -> Iterator[tuple[str, str]]:
     pulls = PullRequest.objects.filter(repository__workspace=workspace).order_by("repository_id", "number")
     for pull in pulls:
         yield f"pr:{pull.repository_id}#{pull.number}", f"{pull.title}.\n{pull.body}"
-    items = SourceItem.objects.filter(connection__workspace=workspace).order_by(
+    items = SourceItem.objects.filter(connection__workspace=workspace, deleted_at__isnull=True).order_by(
         "connection_id", "external_id"
     )
     for item in items:
