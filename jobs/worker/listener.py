@@ -22,8 +22,6 @@ from jobs import sql
 
 logger = logging.getLogger("jobs.worker")
 
-ALIAS = "jobs_listen"  # the wrapper's name in logs; it is not in DATABASES
-
 
 def behind_transaction_pooler() -> bool:
     return settings.DATABASE_POOL_MODE == "transaction"
@@ -90,4 +88,6 @@ def _new_wrapper() -> BaseDatabaseWrapper:
         **{key: direct[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT") if key in direct},
         "OPTIONS": {**default.settings_dict.get("OPTIONS", {}), **direct.get("OPTIONS", {})},
     }
-    return type(default)(settings_dict, ALIAS)
+    # Under the default alias, as create_connection names it: connection_created receivers
+    # (django.contrib.postgres's) look their connection up by alias.
+    return type(default)(settings_dict, DEFAULT_DB_ALIAS)
