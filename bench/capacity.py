@@ -1,7 +1,7 @@
 """The inputs of the fleet's capacity model, measured, and the model itself. From the
 project root:
 
-    .venv/bin/python -m bench.capacity                 # everything (about 3 minutes)
+    .venv/bin/python -m bench.capacity                 # everything (about 6 minutes)
     .venv/bin/python -m bench.capacity --only connections
 
 - connections: the PostgreSQL sessions of one running ``runworker`` (tagged with an
@@ -11,13 +11,15 @@ project root:
   PgBouncer in transaction mode, LISTEN direct) draining jobs of one length (``test.noop``;
   ``test.pause`` of 20 ms and 200 ms, which only sleep), and the CPU that PostgreSQL's
   backends and PgBouncer spend per job meanwhile (from ``/proc``: both run on this
-  machine); no-op jobs also straight to PostgreSQL, with prepared statements, to compare;
+  machine); no-op jobs also straight to PostgreSQL, once as behind the pooler (unprepared,
+  synchronous commits) and once with the direct defaults (prepared, asynchronous), to
+  tell the pooler's cost from its settings';
 - claim: the claim statement's own execution time (``EXPLAIN ANALYZE``, rolled back) with
   10,000 due jobs, for a batch of 1 and of 16;
 - idle: the CPU an idle task costs PostgreSQL and PgBouncer each second (its polls and
   heartbeats).
 
-The model divides what one PostgreSQL core (and PgBouncer's one thread) can give by what
+Throughput figures are medians of --runs runs (default 3). The model divides what one PostgreSQL core (and PgBouncer's one thread) can give by what
 one task takes, per job length. Uses the database in DATABASE_URL (default ``jp_fleet``,
 created if missing) and wipes its job tables; starts its own PgBouncer on a free port.
 """
@@ -35,13 +37,17 @@ from bench.lib import project
 from bench.lib.postgres import ensure_database
 
 PARTS = ["connections", "throughput", "claim", "idle"]
-# (label, job type, payload, jobs, tasks, through PgBouncer): enough jobs for ~10 s each,
-# and enough tasks that the database's CPU time per job is read over many jobs.
+# (label, job type, payload, jobs, tasks, through PgBouncer, more environment): enough jobs
+# for ~10 s each, and enough tasks that the database's CPU per job is read over many jobs.
+# The last two take no-op jobs straight to PostgreSQL, as behind the pooler (unprepared,
+# synchronous commits) and with the defaults there (prepared, asynchronous commits).
+BEHIND_A_POOLER = {"JOBS_PREPARED_STATEMENTS": "false", "JOBS_WORKER_ASYNC_COMMIT": "false"}
 LENGTHS = [
-    ("no-op", "test.noop", {}, 20_000, 1, True),
-    ("20 ms", "test.pause", {"seconds": 0.02}, 2_000, 2, True),
-    ("200 ms", "test.pause", {"seconds": 0.2}, 1_200, 8, True),
-    ("no-op, direct", "test.noop", {}, 20_000, 1, False),
+    ("no-op", "test.noop", {}, 20_000, 1, True, {}),
+    ("20 ms", "test.pause", {"seconds": 0.02}, 2_000, 2, True, {}),
+    ("200 ms", "test.pause", {"seconds": 0.2}, 1_200, 8, True, {}),
+    ("no-op, direct, unprepared, synchronous", "test.noop", {}, 20_000, 1, False, BEHIND_A_POOLER),
+    ("no-op, direct, prepared, asynchronous", "test.noop", {}, 20_000, 1, False, {}),
 ]
 POOL_SIZE = 10
 MAX_CONNECTIONS_RESERVED = 3  # superuser_reserved_connections' default
@@ -52,6 +58,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--only", action="append", choices=PARTS)
+    parser.add_argument("--runs", type=int, default=3, help="throughput runs (medians are reported)")
     args = parser.parse_args()
     wanted = set(args.only or PARTS)
     if "DATABASE_URL" not in os.environ:
@@ -72,7 +79,19 @@ def main() -> None:
         if "connections" in wanted:
             figures["connections"] = connections(bouncer)
         if "throughput" in wanted:
-            figures["throughput"] = throughput(bouncer)
+            runs = [throughput(bouncer) for _ in range(args.runs)]
+            figures["throughput"] = {
+                label: {key: statistics.median(run[label][key] for run in runs) for key in runs[0][label]}
+                for label in runs[0]
+            }
+            if args.runs > 1:
+                for label, row in figures["throughput"].items():
+                    spread = [run[label]["per_task_jobs_per_s"] for run in runs]
+                    print(
+                        f"median of {args.runs}, {label}: {row['per_task_jobs_per_s']:,.1f} jobs/s per task "
+                        f"({min(spread):,.1f}–{max(spread):,.1f}); PostgreSQL {row['postgres_cpu_ms_per_job']:.3f} "
+                        f"ms CPU/job, PgBouncer {row['pgbouncer_cpu_ms_per_job']:.3f}"
+                    )
         if "claim" in wanted:
             figures["claim"] = claim_cost()
         if "idle" in wanted:
@@ -142,12 +161,11 @@ def throughput(bouncer) -> dict[str, dict[str, float]]:
     from bench.lib.waiting import wait_until
 
     found: dict[str, dict[str, float]] = {}
-    for label, type_name, payload, count, tasks, through_pooler in LENGTHS:
+    for label, type_name, payload, count, tasks, through_pooler, more in LENGTHS:
         engine.reset()
         through = bouncer if through_pooler else None
-        workers = [
-            pooled.start_worker(pooled.pooled_environment(through, name=f"tp-{n}")) for n in range(tasks)
-        ]
+        env = {**pooled.pooled_environment(through), **more}
+        workers = [pooled.start_worker(env) for _ in range(tasks)]
         try:
             wait_until(lambda: engine.listeners() >= tasks, 60, "the tasks to LISTEN")  # noqa: B023
             meter = pooled.CpuMeter(through)

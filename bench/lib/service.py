@@ -28,6 +28,7 @@ class Task:
     held_at_stop: int = 0  # jobs running under it when it got SIGTERM
     stopped_by: str = ""  # "scale-in", or "shutdown" at the end of a run
     killed: bool = False  # SIGKILL at the stop timeout
+    held_at_kill: int = 0  # jobs running under it then (the reaper takes them back)
 
     @property
     def process(self) -> subprocess.Popen:
