@@ -21,11 +21,12 @@ of its own, scaled by a local controller that applies AWS's target tracking to t
   PgBouncer in transaction mode, LISTEN direct. Scale-in sends SIGTERM to tasks picked at
   random, busy or not, and SIGKILL at the stop timeout.
 - The load (``bench.lib.load``): idle, a burst of --burst jobs enqueued over 5 s, a
-  trickle of --trickle-rate jobs/s for --trickle s, idle. Jobs are 60 % no-ops, 25 % 20 ms,
+  trickle of --trickle-rate jobs/s until --trickle s after the burst has drained, idle. Jobs are 60 % no-ops, 25 % 20 ms,
   14.5 % 200 ms and 0.5 % 3 s. The burst is scaled to this 2-core machine: its CPU, not the
   tasks, bounds the fleet at some 150 jobs/s, so 20,000 jobs take about two minutes and a
-  bigger burst only makes the run longer; the trickle outlasts the burst so that scale-in
-  stops tasks while they run trickle jobs.
+  bigger burst only makes the run longer; the trickle outlasts the burst (by a time, since
+  how long the burst takes depends on the machine's load) so that scale-in stops tasks
+  while they run trickle jobs.
 
 It writes ``fleet.png`` (tasks, backlog, oldest due job's age over time), ``fleet.md``
 (the table) and ``samples.csv``. Uses the database in DATABASE_URL (default ``jp_fleet``,
@@ -64,7 +65,9 @@ def main() -> None:
     parser.add_argument("--compress", type=float, default=60.0, help="seconds there per second here")
     parser.add_argument("--burst", type=int, default=20_000)
     parser.add_argument("--trickle-rate", type=float, default=25.0, help="jobs/s after the burst")
-    parser.add_argument("--trickle", type=float, default=150.0, help="seconds of trickle")
+    parser.add_argument(
+        "--trickle", type=float, default=60.0, help="seconds of trickle after the burst drained"
+    )
     parser.add_argument("--idle", type=float, default=10.0, help="idle seconds before and after")
     parser.add_argument("--max-tasks", type=int, default=12)
     parser.add_argument("--target", type=float, default=40.0, help="backlog per task")
@@ -122,6 +125,8 @@ def main() -> None:
             while True:
                 now = time.monotonic() - start
                 load.step(now)
+                if load.drained_at is None and now > load.burst_end and _burst_drained(load):
+                    load.drained(now)
                 figures = measure()
                 samples.append(
                     Sample(
@@ -138,7 +143,7 @@ def main() -> None:
                     service.scale_to(controller.evaluate(service.desired, figures.per_task, now))
                     next_evaluation += 60 / k
                 service.tend()
-                if now >= load.end and _settled(service, figures) or now > load.end + 600:
+                if now >= load.end and _settled(service, figures) or now > load.end + 600 or now > 1800:
                     break
                 time.sleep(0.25)
         finally:
@@ -157,6 +162,13 @@ def engine_wait_live(count: int) -> None:
     from jobs.metrics import measure
 
     wait_until(lambda: measure().live_workers >= count, 60, f"{count} tasks to register", interval=0.1)
+
+
+def _burst_drained(load) -> bool:
+    from jobs.models import ACTIVE, Job
+
+    assert load.burst_ids is not None
+    return not Job.objects.filter(pk__range=load.burst_ids, status__in=ACTIVE).exists()
 
 
 def _settled(service, figures) -> bool:
@@ -181,6 +193,7 @@ def results(load, service, samples: list[Sample], k: float) -> str:
     stopped = service.scale_ins()
     rows = [
         ("jobs enqueued", f"{load.sent:,} (burst {load.burst:,}, trickle {load.sent - load.burst:,})"),
+        ("run", f"{samples[-1].at:.0f} s here"),
         ("time to drain the burst", f"{drained:.1f} s here (first enqueued → last finished)"),
         ("peak tasks", f"{max(s.desired for s in samples)} desired, {max(s.live for s in samples)} live"),
         (
@@ -241,7 +254,7 @@ def plot(path: Path, samples: list[Sample], load, k: float) -> None:
     age.set_xlabel(f"seconds here (× {k:g} on the controller's clock: cooldowns, evaluations, stop timeout)")
     for axis in (tasks, backlog, age):
         axis.axvspan(load.idle, load.burst_end, color="tab:orange", alpha=0.15)
-        axis.axvspan(load.burst_end, load.trickle_end, color="tab:green", alpha=0.08)
+        axis.axvspan(load.burst_end, min(load.trickle_end, at[-1]), color="tab:green", alpha=0.08)
         axis.grid(alpha=0.3)
     tasks.set_title("Fleet on backlog per task: burst (orange), trickle (green), idle")
     figure.tight_layout()

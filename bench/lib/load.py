@@ -1,5 +1,6 @@
 """A bursty load for the fleet simulation: idle, then a burst of jobs of mixed lengths
-enqueued over a few seconds, then a trickle at a steady rate, then idle again.
+enqueued over a few seconds, then a trickle at a steady rate that goes on for a while
+after the burst has drained (however long that took on the machine at hand), then idle.
 
 Every job is ``test.record`` (it sleeps for its length, then writes a row naming its job
 and attempt), so the rows tell how often each job ran to its end. Needs Django set up.
@@ -24,11 +25,12 @@ class BurstyLoad:
     burst: int  # jobs in the burst
     burst_spread: float  # seconds over which the burst is enqueued
     trickle_rate: float  # jobs/s after the burst
-    trickle: float  # seconds of trickle
+    trickle: float  # seconds the trickle goes on once the burst has drained
     tail: float  # idle seconds after the trickle
     seed: int = 11
     sent: int = 0
     burst_ids: tuple[int, int] | None = None  # first and last id of the burst's jobs
+    drained_at: float | None = None  # when the burst's last job finished (``drained``)
     _random: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -40,15 +42,16 @@ class BurstyLoad:
 
     @property
     def trickle_end(self) -> float:
-        return self.burst_end + self.trickle
+        return float("inf") if self.drained_at is None else self.drained_at + self.trickle
 
     @property
     def end(self) -> float:
         return self.trickle_end + self.tail
 
-    @property
-    def total(self) -> int:
-        return self.burst + round(self.trickle_rate * self.trickle)
+    def drained(self, now: float) -> None:
+        """Note when the burst has drained (the caller checks), once."""
+        if self.drained_at is None:
+            self.drained_at = now
 
     def target(self, now: float) -> int:
         """Jobs that should have been enqueued by ``now``."""
@@ -56,8 +59,7 @@ class BurstyLoad:
             return 0
         if now < self.burst_end:
             return min(self.burst, round(self.burst * (now - self.idle) / self.burst_spread))
-        trickled = round(self.trickle_rate * min(now - self.burst_end, self.trickle))
-        return self.burst + trickled
+        return self.burst + round(self.trickle_rate * (min(now, self.trickle_end) - self.burst_end))
 
     def step(self, now: float) -> int:
         """Enqueue what is due by ``now``; returns how many were added."""
