@@ -2,7 +2,7 @@
 of its own, scaled by a local controller that applies AWS's target tracking to the figure
 ``sweep`` publishes, through a bursty load. From the project root:
 
-    .venv/bin/python -m bench.fleet              # about 4 minutes; plot and table in var/bench/fleet/
+    .venv/bin/python -m bench.fleet              # about 5 minutes; plot and table in var/bench/fleet/
 
 - The metric is ``jobs.metrics.measure()``'s backlog per task (due jobs ÷ live workers),
   read once per evaluation, as ``sweep`` (or the one-minute publisher of
@@ -13,7 +13,8 @@ of its own, scaled by a local controller that applies AWS's target tracking to t
   15 below 90 % of it to scale in).
 - Time is compressed by --compress (default 60: one second here is one minute there) for
   the controller's clock, its evaluations and cooldowns, and for the worker's
-  --shutdown-timeout (110 s: 1.8 s, so 3 s jobs get cut off and put back). Job lengths, a
+  --shutdown-timeout (110 s: 1.8 s, so a 3 s job that started just before is cut off and
+  put back). Job lengths, a
   task's start-up (seconds here on 2 busy cores: minutes on the compressed clock; Fargate
   takes about one) and the 10 s ECS leaves between the worker's grace and its SIGKILL are
   real.
@@ -21,9 +22,9 @@ of its own, scaled by a local controller that applies AWS's target tracking to t
   PgBouncer in transaction mode, LISTEN direct. Scale-in sends SIGTERM to tasks picked at
   random, busy or not, and SIGKILL at the stop timeout.
 - The load (``bench.lib.load``): idle, a burst of --burst jobs enqueued over 5 s, a
-  trickle of --trickle-rate jobs/s until --trickle s after the burst has drained, idle. Jobs are 60 % no-ops, 25 % 20 ms,
-  14.5 % 200 ms and 0.5 % 3 s. The burst is scaled to this 2-core machine: its CPU, not the
-  tasks, bounds the fleet at some 150 jobs/s, so 20,000 jobs take about two minutes and a
+  trickle of --trickle-rate jobs/s until --trickle s after the burst has drained, idle.
+  Jobs are 60 % no-ops, 25 % 20 ms, 14.5 % 200 ms and 0.5 % 3 s. The burst is scaled to this 2-core machine: its CPU, not the
+  tasks, bounds the fleet at 100–150 jobs/s, so 20,000 jobs take two to three minutes and a
   bigger burst only makes the run longer; the trickle outlasts the burst (by a time, since
   how long the burst takes depends on the machine's load) so that scale-in stops tasks
   while they run trickle jobs.
