@@ -8,7 +8,7 @@ PG_DSN ?= postgres://postgres@127.0.0.1:5432/jobplatform
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
 	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
 
-.PHONY: demo test test-fast venv venv-dev postgres chromium lint typecheck deploy-lint format bench clean
+.PHONY: demo test test-fast venv venv-dev postgres chromium pgbouncer lint typecheck deploy-lint format bench clean
 
 # Production requirements only (what `make demo` needs).
 $(VENV)/.installed: requirements.txt
@@ -35,13 +35,19 @@ chromium:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 		|| echo "Could not install chromium; browser tests will be skipped." >&2; }
 
+# The fleet's acceptance test starts its own PgBouncer (Debian's; /usr/sbin is not always on PATH).
+pgbouncer:
+	@PATH="$$PATH:/usr/sbin" command -v pgbouncer >/dev/null 2>&1 || { echo "Installing Debian's pgbouncer for the fleet test…"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null) \
+		|| echo "Could not install pgbouncer; the PgBouncer fleet tests will be skipped." >&2; }
+
 demo: venv
 	$(PY) manage.py migrate --verbosity 0
 	$(PY) manage.py demo
 	$(PY) manage.py demo_workspace
 	$(PY) manage.py demo_connections
 
-test: venv-dev postgres chromium
+test: venv-dev postgres chromium pgbouncer
 	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0
 	DATABASE_URL=$(PG_DSN) TEST_RESTART_POSTGRES=1 $(PY) -m pytest $(PYTEST_ARGS)
 

@@ -128,3 +128,10 @@ def database(name: str, default: str) -> dict[str, Any]:
     if "." not in (config.get("ENGINE") or ""):
         raise ImproperlyConfigured(f"Setting {name} names an unknown database scheme: {raw!r}.")
     return config
+
+
+def optional_database(name: str) -> dict[str, Any] | None:
+    """A database URL that may be left unset (None); a malformed one stops start-up."""
+    if not env.str(name, default=""):
+        return None
+    return database(name, "")

@@ -76,6 +76,13 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.integer("DB_CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# "transaction" when DATABASE_URL goes through a pooler in transaction mode (PgBouncer's
+# pool_mode = transaction): each transaction may run on another server session, so nothing
+# may rely on session state. "session" for a direct connection (or a pooler in session mode).
+DATABASE_POOL_MODE = env.choice("DATABASE_POOL_MODE", "session", ("session", "transaction"))
+if DATABASE_POOL_MODE == "transaction":
+    # A server-side cursor outside a transaction is WITH HOLD: it lives in the session.
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth, i18n, static ---------------------------------------------------------------
@@ -100,8 +107,27 @@ JOBS_PROGRESS_INTERVAL = env.number("JOBS_PROGRESS_INTERVAL", 0.5)
 JOBS_PREFETCH_WINDOW = env.number("JOBS_PREFETCH_WINDOW", 0.02)
 JOBS_MAX_PREFETCH = env.integer("JOBS_MAX_PREFETCH", 32)
 JOBS_ACK_BATCH = env.integer("JOBS_ACK_BATCH", 32, minimum=1)
-JOBS_PREPARED_STATEMENTS = env.flag("JOBS_PREPARED_STATEMENTS", True)
-JOBS_WORKER_ASYNC_COMMIT = env.flag("JOBS_WORKER_ASYNC_COMMIT", True)
+# Behind a transaction pooler a prepared statement lives in one server session and the next
+# transaction may run in another; PgBouncer 1.21+ with max_prepared_statements keeps them
+# (set it true there), older ones cannot.
+JOBS_PREPARED_STATEMENTS = env.flag("JOBS_PREPARED_STATEMENTS", DATABASE_POOL_MODE == "session")
+# A session setting of the supervisor: behind a transaction pooler it would stay on a server
+# session that other clients get next, so it is refused there.
+JOBS_WORKER_ASYNC_COMMIT = env.flag("JOBS_WORKER_ASYNC_COMMIT", DATABASE_POOL_MODE == "session")
+if JOBS_WORKER_ASYNC_COMMIT and DATABASE_POOL_MODE == "transaction":
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "Setting JOBS_WORKER_ASYNC_COMMIT must be false with DATABASE_POOL_MODE=transaction: "
+        "its session setting would leak to the pooler's other clients."
+    )
+# LISTEN needs a session of its own: a worker's wake-up connection goes here, directly to
+# PostgreSQL, when DATABASE_URL goes through a transaction pooler. Unset there, workers poll.
+JOBS_LISTEN_DATABASE = env.optional_database("JOBS_LISTEN_DATABASE_URL")
+if JOBS_LISTEN_DATABASE and not JOBS_LISTEN_DATABASE["ENGINE"].endswith("postgresql"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("Setting JOBS_LISTEN_DATABASE_URL must be a PostgreSQL URL (postgres://…).")
 JOBS_KEEP_FINISHED_DAYS = env.number("JOBS_KEEP_FINISHED_DAYS", 14.0)
 JOBS_PRUNE_BATCH = env.integer("JOBS_PRUNE_BATCH", 5000, minimum=1)
 JOBS_CLOUDWATCH_NAMESPACE = env.text("JOBS_CLOUDWATCH_NAMESPACE", "")

@@ -123,13 +123,13 @@ DROP FUNCTION IF EXISTS jobs_notify_enqueued();
 # PostgreSQL delivers the notice at commit, so a rolled-back change wakes no one.
 NOTIFY = "SELECT pg_notify(%s, %s)"
 
-# A timer step's guard (``jobs.timers``): a session-level advisory lock on the step's
+# A timer step's guard (``jobs.timers``): a transaction-level advisory lock on the step's
 # 32-bit key, taken without waiting, so a second run of the same step at the same moment
 # (two cron hosts, cron and django-q2) skips it instead of doing the work twice. It locks
-# no row and no table, and needs no index; it is held until UNLOCK_TIMER_STEP below, or
-# until the session ends if the process dies.
-TRY_LOCK_TIMER_STEP = "SELECT pg_try_advisory_lock(%s)"
-UNLOCK_TIMER_STEP = "SELECT pg_advisory_unlock(%s)"
+# no row and no table, and needs no index. It is held by a transaction left open on a
+# session of its own while the step runs, and ends with that transaction (or the session,
+# if the process dies): never with a server session that a transaction pooler hands on.
+TRY_LOCK_TIMER_STEP = "SELECT pg_try_advisory_xact_lock(%s)"
 
 # --- admin page ---
 

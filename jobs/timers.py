@@ -6,17 +6,21 @@ declared once for both, in an app's ``tasks`` module beside its job types:
 
 ``manage.py sweep`` runs every function of the ``sweep`` timer. Each function runs under a
 PostgreSQL advisory lock named after it, so two runs at the same moment (two cron hosts,
-cron and django-q2) never do the same work twice: the second one skips it.
+cron and django-q2) never do the same work twice: the second one skips it. The lock is
+held by a transaction on a session of its own (see ``_StepLocks``), so it works the same
+through a pooler in transaction mode.
 """
 
 from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from jobs import sql
 
@@ -60,37 +64,60 @@ def run_timer(timer: str) -> dict[str, object]:
     if timer not in _steps:
         raise KeyError(f"Unknown timer {timer!r}; known timers: {', '.join(sorted(_steps)) or 'none'}.")
     results: dict[str, object] = {}
-    for step in _steps[timer]:
-        with _exclusive(step.name) as acquired:
-            if not acquired:
-                results[step.name] = "skipped: already running elsewhere"
-                continue
-            try:
-                results[step.name] = step.func()
-            except Exception as exc:  # one failing step must not stop the others
-                logger.exception("Timer step %s failed.", step.name)
-                results[step.name] = f"failed: {exc}"
+    with _StepLocks() as locks:
+        for step in _steps[timer]:
+            with locks.hold(step.name) as acquired:
+                if not acquired:
+                    results[step.name] = "skipped: already running elsewhere"
+                    continue
+                try:
+                    results[step.name] = step.func()
+                except Exception as exc:  # one failing step must not stop the others
+                    logger.exception("Timer step %s failed.", step.name)
+                    results[step.name] = f"failed: {exc}"
     return results
 
 
-class _exclusive:
-    """A session-level advisory lock on PostgreSQL; elsewhere a no-op (one process)."""
+class _StepLocks:
+    """Each step's advisory lock, on PostgreSQL; elsewhere a no-op (one process).
 
-    def __init__(self, name: str) -> None:
-        self.key = zlib.crc32(f"jobs.timer:{name}".encode())
-        self.acquired = False
+    The lock is transaction-level, held by an open transaction on a session of its own
+    while the step does its work on the default connection. A session-level lock would
+    outlive the step in the server session behind a transaction pooler (and be released by
+    whoever ran there next, or never); a transaction around the step's own work would make
+    every write of the step wait for its end. The lock session takes no snapshot it keeps
+    (READ COMMITTED, no writes), so its open transaction holds back no vacuum; if the
+    process dies, the session ends and the lock with it.
+    """
 
-    def __enter__(self) -> bool:
-        if connection.vendor != "postgresql":
-            self.acquired = True
-            return True
-        with connection.cursor() as cursor:
-            cursor.execute(sql.TRY_LOCK_TIMER_STEP, [self.key])
-            row = cursor.fetchone()
-            self.acquired = bool(row and row[0])
-        return self.acquired
+    def __init__(self) -> None:
+        self._session: BaseDatabaseWrapper | None = None
+
+    def __enter__(self) -> _StepLocks:
+        return self
 
     def __exit__(self, *exc_info: object) -> None:
-        if self.acquired and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(sql.UNLOCK_TIMER_STEP, [self.key])
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    @contextmanager
+    def hold(self, name: str) -> Iterator[bool]:
+        if connection.vendor != "postgresql":
+            yield True
+            return
+        session = self._open()
+        session.set_autocommit(False)
+        try:
+            with session.cursor() as cursor:
+                cursor.execute(sql.TRY_LOCK_TIMER_STEP, [zlib.crc32(f"jobs.timer:{name}".encode())])
+                row = cursor.fetchone()
+            yield bool(row and row[0])
+        finally:
+            session.rollback()  # ends the transaction: the lock goes with it
+            session.set_autocommit(True)
+
+    def _open(self) -> BaseDatabaseWrapper:
+        if self._session is None:
+            self._session = connections.create_connection(DEFAULT_DB_ALIAS)
+        return self._session

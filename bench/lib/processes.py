@@ -50,6 +50,15 @@ def rss_kib(roots: list[int]) -> int:
     return sum(status_kib(pid, "VmRSS") for root in roots for pid in process_tree(root))
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of one process, without its children; 0 for one gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(roots: list[int]) -> float:
     """CPU time (user + system) used so far by these processes and everything under them."""
     ticks = os.sysconf("SC_CLK_TCK")

@@ -1,5 +1,12 @@
 """The LISTEN side of instant wake-up: a dedicated PostgreSQL connection on the channel the
-enqueue trigger notifies. Not used on other databases (workers poll there)."""
+enqueue trigger notifies. Not used on other databases (workers poll there).
+
+LISTEN belongs to a session, so behind a pooler in transaction mode
+(``DATABASE_POOL_MODE=transaction``) the notices would go to whichever client holds that
+server session next, or nowhere. There the listener connects to
+``JOBS_LISTEN_DATABASE_URL``, straight to PostgreSQL; with that unset it stays off and the
+worker polls every ``JOBS_POLL_INTERVAL``.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +14,17 @@ import logging
 from typing import Any
 
 import psycopg
-from django.db import connections
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from jobs import sql
 
 logger = logging.getLogger("jobs.worker")
+
+
+def behind_transaction_pooler() -> bool:
+    return settings.DATABASE_POOL_MODE == "transaction"
 
 
 class Listener:
@@ -22,11 +34,21 @@ class Listener:
 
     @property
     def enabled(self) -> bool:
-        return connections["default"].vendor == "postgresql"
+        if connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
+            return False
+        return settings.JOBS_LISTEN_DATABASE is not None or not behind_transaction_pooler()
+
+    def describe(self) -> str:
+        """How this worker wakes up, for its start-up line."""
+        if self.enabled:
+            return "wakes on NOTIFY" + (" (direct connection)" if settings.JOBS_LISTEN_DATABASE else "")
+        if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+            return "polls: LISTEN needs a session, set JOBS_LISTEN_DATABASE_URL to wake at once"
+        return "polls"
 
     def connect(self) -> None:
         self.close()
-        wrapper = connections.create_connection("default")
+        wrapper = _new_wrapper()
         wrapper.ensure_connection()
         wrapper.connection.autocommit = True
         wrapper.connection.execute(sql.LISTEN)
@@ -52,3 +74,20 @@ class Listener:
             except Exception:  # noqa: BLE001 - closing a broken connection may raise
                 logger.debug("Listener connection closed uncleanly.", exc_info=True)
         self._wrapper = self._raw = None
+
+
+def _new_wrapper() -> BaseDatabaseWrapper:
+    """A connection of its own: to JOBS_LISTEN_DATABASE_URL when set, else like the default
+    database's. Django's own errors wrap it, so an outage looks the same as on the main one."""
+    default = connections[DEFAULT_DB_ALIAS]
+    direct = settings.JOBS_LISTEN_DATABASE
+    if direct is None:
+        return connections.create_connection(DEFAULT_DB_ALIAS)
+    settings_dict: dict[str, Any] = {
+        **default.settings_dict,
+        **{key: direct[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT") if key in direct},
+        "OPTIONS": {**default.settings_dict.get("OPTIONS", {}), **direct.get("OPTIONS", {})},
+    }
+    # Under the default alias, as create_connection names it: connection_created receivers
+    # (django.contrib.postgres's) look their connection up by alias.
+    return type(default)(settings_dict, DEFAULT_DB_ALIAS)

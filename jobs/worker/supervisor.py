@@ -78,10 +78,11 @@ class Supervisor:
             self._spawn(lane)
         self._connect_listener()
         logger.info(
-            "Worker %s started: lanes %s%s.",
+            "Worker %s started: lanes %s%s; %s.",
             self.name,
             ", ".join(lane.label for lane in self.lanes),
             ", burst" if self.options.burst else "",
+            self.listener.describe(),
         )
         try:
             self._loop()

@@ -10,6 +10,7 @@ from io import StringIO
 import psycopg
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test.utils import override_settings
 
 from jobs import store, timers
@@ -78,6 +79,11 @@ def test_progress__refreshes_the_heartbeat_and_is_fenced():
 # --- timers ---------------------------------------------------------------------------------
 
 calls: list[str] = []
+lock_holders: list[int] = []
+# Advisory locks in this test database (pg_locks shows the whole server's).
+_OUR_ADVISORY_LOCKS = (
+    "locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
 
 
 def _count_step() -> str:
@@ -87,6 +93,19 @@ def _count_step() -> str:
 
 def _broken_step() -> str:
     raise RuntimeError("step broke")
+
+
+def _lock_holders_step() -> str:
+    """Records which sessions hold this step's advisory lock while it runs, and its own."""
+    key = _advisory_key(f"{__name__}._lock_holders_step")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT pid FROM pg_locks WHERE {_OUR_ADVISORY_LOCKS} AND objid = %s AND granted", [key]
+        )
+        lock_holders.extend(row[0] for row in cursor.fetchall())
+        cursor.execute("SELECT pg_backend_pid()")
+        lock_holders.append(-cursor.fetchone()[0])  # its own session, negated
+    return "looked"
 
 
 @pytest.fixture
@@ -152,3 +171,25 @@ def test_sweep_command__runs_the_reaper_and_pruning():
     assert "jobs.tasks.reap_silent_jobs: 1 requeued, 0 failed" in out.getvalue()
     assert Job.objects.get(pk=silent.id).message == "Requeued after a worker restart."
     assert "jobs.tasks.prune_finished_jobs: 0 pruned" in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)  # the lock's session must see the step's database
+def test_run_timer__the_step_lock_lives_on_a_session_of_its_own_and_ends_with_the_step(
+    other_connection: psycopg.Connection,
+):
+    """Behind a transaction pooler the step's own connection may run each statement in
+    another server session: a lock taken there would stay behind, so the lock is held by a
+    transaction of a separate session while the step runs, and is gone when it returns."""
+    lock_holders.clear()
+    timers.periodic("test.locks", every=60)(_lock_holders_step)
+    try:
+        assert timers.run_timer("test.locks") == {f"{__name__}._lock_holders_step": "looked"}
+    finally:
+        timers._steps.pop("test.locks", None)
+    *holders, own = lock_holders
+    assert len(holders) == 1, "one session, and only one, held the step's lock while it ran"
+    assert holders[0] != -own, "the step's own session held its lock"
+    left = other_connection.execute(f"SELECT count(*) FROM pg_locks WHERE {_OUR_ADVISORY_LOCKS}").fetchone()[
+        0
+    ]
+    assert left == 0

@@ -14,6 +14,14 @@ def noop(ctx: JobContext, **payload) -> None:
     """Does nothing: the unit of throughput benchmarks."""
 
 
+@job("test.pause", queue="default")
+def pause(ctx: JobContext, *, seconds: float = 0.0) -> None:
+    """Waits and writes nothing: a job of a given length that costs the database only its
+    claim and acknowledgement (capacity benchmarks)."""
+    if seconds:
+        time.sleep(seconds)
+
+
 @job("test.record", queue="default", attempts=3, backoff=(0.2, 0.2))
 def record(ctx: JobContext, *, sleep: float = 0.0) -> None:
     if sleep:

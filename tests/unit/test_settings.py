@@ -109,6 +109,12 @@ def _manage_check(tmp_path: Path, **variables: str) -> subprocess.CompletedProce
         ("JOBS_POLL_INTERVAL", "soon", "Setting JOBS_POLL_INTERVAL must be a number, got 'soon'"),
         ("JOBS_ACK_BATCH", "0", "Setting JOBS_ACK_BATCH must be at least 1, got 0"),
         ("DATABASE_URL", "nosuchdb://nowhere", "Setting DATABASE_URL"),
+        ("DATABASE_POOL_MODE", "statement", "Setting DATABASE_POOL_MODE must be one of session, transaction"),
+        (
+            "JOBS_LISTEN_DATABASE_URL",
+            "sqlite:///x",
+            "Setting JOBS_LISTEN_DATABASE_URL must be a PostgreSQL URL",
+        ),
     ],
 )
 def test_start_up__stops_with_a_message_naming_the_malformed_setting(tmp_path, variable, value, message):
@@ -122,3 +128,37 @@ def test_start_up__stops_with_a_message_naming_the_malformed_setting(tmp_path, v
 def test_start_up__passes_with_the_embedded_defaults(tmp_path):
     result = _manage_check(tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.slow  # starts manage.py
+def test_start_up__refuses_the_supervisor_session_setting_behind_a_transaction_pooler(tmp_path):
+    result = _manage_check(tmp_path, DATABASE_POOL_MODE="transaction", JOBS_WORKER_ASYNC_COMMIT="true")
+    assert result.returncode != 0
+    assert "JOBS_WORKER_ASYNC_COMMIT must be false with DATABASE_POOL_MODE=transaction" in result.stderr
+
+
+@pytest.mark.slow  # starts manage.py
+def test_start_up__a_transaction_pooler_turns_off_session_state_by_default(tmp_path):
+    script = (
+        "from django.conf import settings as s; "
+        "print(s.JOBS_PREPARED_STATEMENTS, s.JOBS_WORKER_ASYNC_COMMIT, "
+        "s.DATABASES['default'].get('DISABLE_SERVER_SIDE_CURSORS'))"
+    )
+    environment = {
+        key: value for key, value in os.environ.items() if not key.startswith(("JOBS_", "DJANGO_"))
+    }
+    environment.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        VAR_DIR=str(tmp_path),
+        DATABASE_URL="postgres://u@127.0.0.1:6432/db",
+        DATABASE_POOL_MODE="transaction",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stdout.split() == ["False", "False", "True"], result.stderr
