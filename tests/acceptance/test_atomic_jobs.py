@@ -38,7 +38,9 @@ def _session(backend: int) -> tuple[str, bool] | None:
     """A database session's state and whether it holds a transaction that wrote; None once
     the session is gone."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT state, backend_xid IS NOT NULL FROM pg_stat_activity WHERE pid = %s", [backend])
+        cursor.execute(
+            "SELECT state, backend_xid IS NOT NULL FROM pg_stat_activity WHERE pid = %s", [backend]
+        )
         row = cursor.fetchone()
     return None if row is None else (row[0], row[1])
 
@@ -149,7 +151,9 @@ def test_reaped_and_run_again__the_late_original_is_refused_by_the_fence_and_rol
 def test_timeout__kills_the_child_and_its_open_transaction_dies_with_its_connection(start_worker, tmp_path):
     marker, gate = tmp_path / "held", tmp_path / "gate"
     start_worker("--concurrency", "1", "--name", "timer")
-    job = store.enqueue("test.write_atomic_timeout", {"marker": str(marker), "gate": str(gate), "hold_on": [1]})
+    job = store.enqueue(
+        "test.write_atomic_timeout", {"marker": str(marker), "gate": str(gate), "hold_on": [1]}
+    )
     held = _held(marker)
     _holds_open_transaction(held["backend"])  # its row is written, in a transaction not committed
 

@@ -82,7 +82,9 @@ def slow(ctx: JobContext, *, seconds: float = 5.0) -> None:
 
 
 @job("test.ai", queue="ai", attempts=2)
-def ai_work(ctx: JobContext, *, seconds: float = 0.0) -> None:
+def ai_work(ctx: JobContext, *, seconds: float = 0.0, gate: str = "") -> None:
+    if gate:
+        _wait_for_gate(gate)
     if seconds:
         time.sleep(seconds)
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
