@@ -80,7 +80,7 @@ def test_worker_killed_after_the_handler_wrote__its_writes_apply_twice_unless_at
 
 
 def test_workers_killed_again_and_again__every_atomic_jobs_row_exists_exactly_once(start_worker):
-    """Three workers drain 1,500 atomic and 1,500 plain jobs (each inserts one row) while
+    """Three workers drain 2,000 atomic and 2,000 plain jobs (each inserts one row) while
     whole workers are killed with SIGKILL nine times and replaced. Every atomic job's row
     exists exactly once. Plain jobs lose nothing either, but whether a kill landed between
     one's commit and its acknowledgement is chance: ``python -m bench.throughput --only
@@ -88,7 +88,7 @@ def test_workers_killed_again_and_again__every_atomic_jobs_row_exists_exactly_on
     quiet = {"LOG_LEVEL": "WARNING"}  # one log line per job would slow the run down
     workers = [start_worker("--concurrency", "2", env=quiet) for _ in range(3)]
     with transaction.atomic():  # interleaved, so every kill finds both kinds running
-        for _ in range(15):
+        for _ in range(20):
             store.enqueue_many("test.write_atomic", [{"sleep": 0.002} for _ in range(100)])
             store.enqueue_many("test.write", [{"sleep": 0.002} for _ in range(100)])
     atomic = list(Job.objects.filter(type="test.write_atomic").values_list("pk", flat=True))
