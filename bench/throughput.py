@@ -36,6 +36,9 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=20_000, help="jobs per drain run")
+    parser.add_argument(
+        "--atomic-jobs", type=int, default=5_000, help="jobs per drain run of the plain/atomic pairs"
+    )
     parser.add_argument("--workers", type=int, default=2, help="runworker processes (one per core)")
     parser.add_argument("--only", action="append", choices=PARTS)
     parser.add_argument("--scale", action="store_true", help="also drain with 1M finished + 100k queued rows")
@@ -76,11 +79,12 @@ def main() -> None:
             ("no-ops", engine.NOOP, engine.NOOP_ATOMIC),
             ("one-row writes", engine.WRITE, engine.WRITE_ATOMIC),
         ]
+        count = args.atomic_jobs
         for label, plain_type, atomic_type in pairs:
-            plain = [engine.drain(args.jobs, args.workers, type_name=plain_type) for _ in range(args.runs)]
-            atomic = [engine.drain(args.jobs, args.workers, type_name=atomic_type) for _ in range(args.runs)]
-            print(f"drain {args.jobs:,} {label}, plain:  " + summary(plain, "jobs/s"))
-            print(f"drain {args.jobs:,} {label}, atomic: " + summary(atomic, "jobs/s"))
+            plain = [engine.drain(count, args.workers, type_name=plain_type) for _ in range(args.runs)]
+            atomic = [engine.drain(count, args.workers, type_name=atomic_type) for _ in range(args.runs)]
+            print(f"drain {count:,} {label}, plain:  " + summary(plain, "jobs/s"))
+            print(f"drain {count:,} {label}, atomic: " + summary(atomic, "jobs/s"))
             print(f"  atomic / plain: {statistics.median(atomic) / statistics.median(plain):.2f}")
     if "kill" in wanted:
         runs = [engine.kill_run(1500, 3, 9) for _ in range(args.runs)]
