@@ -8,7 +8,8 @@ autovacuum would after such a load, then times the page, its 3-second refresh (t
 with the X-Jobs-Refresh header) and the views an operator clicks, through Django's test
 Client logged in as an operator (staff with platform.view_jobs and platform.change_job, not
 a superuser). Prints the median and max of --runs runs per view, after one warm-up each.
-The target is 300 ms for the page and its refresh. The tables are wiped first: use a
+The target is 300 ms for the page and its refresh. The tiles and the queue lines above them
+are also timed alone. The tables are wiped first: use a
 database of your own. --keep reuses a table that already holds --jobs rows.
 """
 
@@ -41,6 +42,7 @@ def main() -> None:
 
     from bench.lib import fill
     from bench.lib.admin import operator, time_view
+    from jobs import coverage
     from jobs.admin import REFRESH_HEADER, status_counts
     from jobs.models import Job
 
@@ -94,6 +96,12 @@ def main() -> None:
         counts = status_counts()
         timings.append((time.perf_counter() - started) * 1000)
     print(f"{'tiles alone (status_counts)':34} {statistics.median(timings):8.1f} {max(timings):8.1f}")
+    timings = []
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        coverage.queue_states()
+        timings.append((time.perf_counter() - started) * 1000)
+    print(f"{'queue lines alone (queue_states)':34} {statistics.median(timings):8.1f} {max(timings):8.1f}")
     print("tiles: " + ", ".join(f"{c.status} {c.figure} ({c.caption})" for c in counts.values()))
     for label, headers in (("page", None), ("refresh", {REFRESH_HEADER: "1"})):
         with CaptureQueriesContext(connection) as queries:

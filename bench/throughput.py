@@ -4,6 +4,8 @@
     .venv/bin/python -m bench.throughput                 # the headline figures
     .venv/bin/python -m bench.throughput --only drain --jobs 20000
     .venv/bin/python -m bench.throughput --only recovery # back to work after a database outage
+    .venv/bin/python -m bench.throughput --only atomic   # atomic jobs beside plain ones
+    .venv/bin/python -m bench.throughput --only kill     # writes applied twice under kill -9
     .venv/bin/python -m bench.throughput --scale         # + drain with 1M finished, 100k queued
     .venv/bin/python -m bench.throughput --memory        # + 100,000 jobs through one worker
 
@@ -24,8 +26,8 @@ from bench.lib import project
 from bench.lib.postgres import ensure_database
 from bench.lib.stats import percentile, summary
 
-PARTS = ["enqueue", "bulk", "drain", "latency", "idle", "fairness", "recovery", "plan"]
-DEFAULT_PARTS = ["enqueue", "bulk", "drain", "latency", "idle", "fairness", "recovery"]
+PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery", "plan"]
+DEFAULT_PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery"]
 
 
 def main() -> None:
@@ -34,6 +36,9 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=20_000, help="jobs per drain run")
+    parser.add_argument(
+        "--atomic-jobs", type=int, default=5_000, help="jobs per drain run of the plain/atomic pairs"
+    )
     parser.add_argument("--workers", type=int, default=2, help="runworker processes (one per core)")
     parser.add_argument("--only", action="append", choices=PARTS)
     parser.add_argument("--scale", action="store_true", help="also drain with 1M finished + 100k queued rows")
@@ -68,6 +73,25 @@ def main() -> None:
     if "drain" in wanted:
         rates = [engine.drain(args.jobs, args.workers) for _ in range(args.runs)]
         print(f"drain {args.jobs:,} no-ops:  " + summary(rates, "jobs/s"))
+    if "atomic" in wanted:
+        # Each pair in one sitting: the ratio is the figure, the machine is shared.
+        pairs = [
+            ("no-ops", engine.NOOP, engine.NOOP_ATOMIC),
+            ("one-row writes", engine.WRITE, engine.WRITE_ATOMIC),
+        ]
+        count = args.atomic_jobs
+        for label, plain_type, atomic_type in pairs:
+            plain = [engine.drain(count, args.workers, type_name=plain_type) for _ in range(args.runs)]
+            atomic = [engine.drain(count, args.workers, type_name=atomic_type) for _ in range(args.runs)]
+            print(f"drain {count:,} {label}, plain:  " + summary(plain, "jobs/s"))
+            print(f"drain {count:,} {label}, atomic: " + summary(atomic, "jobs/s"))
+            print(f"  atomic / plain: {statistics.median(atomic) / statistics.median(plain):.2f}")
+    if "kill" in wanted:
+        runs = [engine.kill_run(1500, 3, 9) for _ in range(args.runs)]
+        print("kill -9 nine times, 1,500 plain + 1,500 atomic one-row jobs, 3 workers:")
+        print("  plain jobs written twice:  " + summary([plain for plain, _, _ in runs], "jobs"))
+        print("  atomic jobs written twice: " + summary([atomic for _, atomic, _ in runs], "jobs"))
+        print("  atomic jobs a kill cut off (run again): " + summary([cut for _, _, cut in runs], "jobs"))
     if "latency" in wanted:
         runs = [engine.wake_up(200, 0.02) for _ in range(args.runs)]
         print("idle wake-up p50:     " + summary([percentile(run, 0.5) for run in runs], "ms", 2))

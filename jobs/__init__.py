@@ -6,6 +6,10 @@ Declaring (in an app's ``tasks`` module, discovered at start-up):
     @jobs.job("email.process", queue="mail", attempts=3, dedupe="email:{email_id}")
     def process_email(ctx: jobs.JobContext, *, email_id: int) -> None: ...
 
+    # The handler's database writes commit with the job's completion: exactly once.
+    @jobs.job("invoice.book", queue="billing", atomic=True)
+    def book_invoice(ctx: jobs.JobContext, *, invoice_id: int) -> None: ...
+
     @jobs.periodic("sweep", every=300)
     def sweep_emails() -> str: ...
 

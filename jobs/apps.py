@@ -11,4 +11,6 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from jobs import checks  # noqa: F401 - registers the engine's system check
+
         autodiscover_modules("tasks")

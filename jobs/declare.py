@@ -65,11 +65,18 @@ def job(
     timeout: float | None = None,
     priority: str = "normal",
     dedupe: str | None = None,
+    atomic: bool = False,
 ) -> Callable[[Callable[..., Any]], JobFunction]:
     """Declare a job type. The name is stored in rows: never rename one, add a new one.
 
     ``dedupe`` is the type's key template, e.g. ``"email:{email_id}"``: at most one job per
     key is queued or running, and enqueue derives the key from the payload.
+
+    ``atomic=True`` runs the handler inside one database transaction on the worker's
+    connection and writes the job's completion in that same transaction: its database
+    writes are applied exactly once, never twice, even when a worker dies between the
+    handler's end and the acknowledgement. It holds that transaction (and its row locks)
+    for the whole handler; see the README's "Exactly-once database effects".
     """
     # Built here, so a bad declaration fails where it is written, before decorating.
     declared = JobType(
@@ -82,6 +89,7 @@ def job(
         timeout=timeout,
         priority=priority,
         dedupe=KeyTemplate(dedupe) if dedupe is not None else None,
+        atomic=atomic,
     )
 
     def register(func: Callable[..., Any]) -> JobFunction:

@@ -59,3 +59,7 @@ class InvalidPayload(JobError, ValueError):
 
 class InvalidTransition(JobError):
     """The job is not in a state that allows this action."""
+
+
+class FencedOff(JobError):
+    """This try no longer holds the job (the reaper took it back): its result is not written."""

@@ -9,7 +9,9 @@
 - running jobs;
 - jobs that failed for good (status ``failed``) within ``JOBS_METRICS_WINDOW`` seconds;
 - live workers: registry rows seen within ``JOBS_WORKER_LEASE`` and not stopped, and of
-  those, the ones that serve the queue.
+  those, the ones that serve the queue;
+- unserved jobs: a queue's due jobs when no live worker serves it (``jobs.coverage``): they
+  would wait forever, and an alarm fires on them.
 
 Backlog per task = due jobs ÷ live workers (at least 1, so an empty fleet reports the
 whole backlog and scaling out from zero works). Reported overall and per queue (divided by
@@ -48,6 +50,7 @@ LIVE_WORKERS = "LiveWorkers"
 OLDEST_DUE_JOB_AGE = "OldestDueJobAge"
 RUNNING_JOBS = "RunningJobs"
 FAILED_JOBS = "FailedJobs"
+UNSERVED_JOBS = "UnservedJobs"
 
 # Failed rows stay until an operator retries or dismisses them, so after a bad deploy the
 # failed list can hold far more rows than any window's failures. The count of recent
@@ -110,6 +113,14 @@ class Figures:
     def total_failed(self) -> int:
         return sum(self.failed.values())
 
+    def unserved(self, queue: str) -> int:
+        """The queue's due jobs if no live worker serves it, else 0: jobs nobody will take."""
+        return self.queued.get(queue, 0) if self.serving.get(queue, 0) == 0 else 0
+
+    @property
+    def total_unserved(self) -> int:
+        return sum(self.unserved(queue) for queue in self.queues)
+
 
 # Its earlier name, for callers written against it.
 Backlog = Figures
@@ -140,8 +151,9 @@ def _served(labels: object) -> set[str] | None:
     return queues or None
 
 
-def measure(now: datetime | None = None) -> Figures:
-    """Every figure of every queue, read in one snapshot (five short statements)."""
+def measure(now: datetime | None = None, *, failures: bool = True) -> Figures:
+    """Every figure of every queue, read in one snapshot (five short statements);
+    ``failures=False`` leaves out the two that count recent failures (they stay 0)."""
     window = float(settings.JOBS_METRICS_WINDOW)
     with _snapshot():
         now = now or timezone.now()
@@ -165,17 +177,21 @@ def measure(now: datetime | None = None) -> Figures:
         # the id of the last row to look at; the second reads the failed rows from that id
         # on, through a partial index on failed rows. Two statements, so the planner sees
         # that id and plans the range with it.
-        failed_jobs = Job.objects.filter(status=Status.FAILED)
-        boundary = list(failed_jobs.order_by("-id").values_list("id", flat=True)[FAILED_SCAN_LIMIT - 1 :][:1])
-        if boundary:
-            failed_jobs = failed_jobs.filter(id__gte=boundary[0])
-        failed_rows = (
-            failed_jobs.filter(finished_at__gte=now - timedelta(seconds=window))
-            .values("queue")
-            .annotate(count=Count("id"))
-            .order_by()
-        )
-        failed = {row["queue"]: row["count"] for row in failed_rows}
+        failed: dict[str, int] = {}
+        if failures:
+            failed_jobs = Job.objects.filter(status=Status.FAILED)
+            boundary = list(
+                failed_jobs.order_by("-id").values_list("id", flat=True)[FAILED_SCAN_LIMIT - 1 :][:1]
+            )
+            if boundary:
+                failed_jobs = failed_jobs.filter(id__gte=boundary[0])
+            failed_rows = (
+                failed_jobs.filter(finished_at__gte=now - timedelta(seconds=window))
+                .values("queue")
+                .annotate(count=Count("id"))
+                .order_by()
+            )
+            failed = {row["queue"]: row["count"] for row in failed_rows}
         workers = live_worker_queues(now)
 
     all_queues = sorted({*queues, *due, *running, *failed})
@@ -229,6 +245,7 @@ def metric_data(figures: Figures) -> list[dict[str, Any]]:
         datum(OLDEST_DUE_JOB_AGE, figures.oldest_due_age(), "Seconds"),
         datum(RUNNING_JOBS, figures.total_running, "Count"),
         datum(FAILED_JOBS, figures.total_failed, "Count"),
+        datum(UNSERVED_JOBS, figures.total_unserved, "Count"),
     ]
     for queue in figures.queues:
         data.append(datum(BACKLOG_PER_TASK, figures.per_task_of(queue), "Count", queue))
@@ -236,6 +253,7 @@ def metric_data(figures: Figures) -> list[dict[str, Any]]:
         data.append(datum(OLDEST_DUE_JOB_AGE, figures.oldest_due_age(queue), "Seconds", queue))
         data.append(datum(RUNNING_JOBS, figures.running.get(queue, 0), "Count", queue))
         data.append(datum(FAILED_JOBS, figures.failed.get(queue, 0), "Count", queue))
+        data.append(datum(UNSERVED_JOBS, figures.unserved(queue), "Count", queue))
     return data
 
 

@@ -11,6 +11,7 @@ memory. All metrics are gauges labelled by ``queue`` (``jobs_workers_live`` has 
                                           JOBS_METRICS_WINDOW seconds
     jobs_backlog_per_task{queue}          due jobs ÷ live workers serving the queue (≥ 1)
     jobs_workers_serving{queue}           live workers that serve the queue
+    jobs_unserved_due{queue}              due jobs of a queue no live worker serves (alarm > 0)
     jobs_workers_live                     live workers
 
 Failures are a gauge over a window, not a ``jobs_failed_total`` counter: a counter must
@@ -74,6 +75,11 @@ GAUGES = (
         "jobs_workers_serving",
         "Live workers that serve the queue.",
         by_queue=lambda f, q: f.serving.get(q, 0),
+    ),
+    _Gauge(
+        "jobs_unserved_due",
+        "Due jobs of a queue that no live worker serves (0 while one does): they wait forever.",
+        by_queue=lambda f, q: f.unserved(q),
     ),
     _Gauge(
         "jobs_workers_live",

@@ -1,5 +1,6 @@
 """The job-type registry: every type is declared once, with its queue, attempts, backoff,
-timeout, default priority and dedupe key, and looked up by name when enqueued and when run.
+timeout, default priority, dedupe key and whether it runs atomically, and looked up by name
+when enqueued and when run.
 
 Types are declared with ``@job`` (``jobs.declare``) in each installed app's ``tasks``
 module, imported at start-up (``JobsConfig.ready``) the way ``admin.py`` is, so an app adds
@@ -33,6 +34,8 @@ class JobType:
     timeout: float | None = None
     priority: str = "normal"
     dedupe: KeyTemplate | None = None
+    # The handler and the job's completion in one database transaction (jobs.worker.child).
+    atomic: bool = False
 
     def __post_init__(self) -> None:
         if self.attempts < 1:

@@ -1,12 +1,12 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, claim, complete, fail, reschedule, release, heartbeat, set_progress,
-cancel, cancel_if_queued, retry, reap, recover_worker, prune. The worker calls these; it never
-writes SQL itself.
+enqueue, enqueue_many, claim, complete, complete_in_transaction, fail, reschedule, release,
+heartbeat, set_progress, cancel, cancel_if_queued, retry, reap, recover_worker, prune. The
+worker calls these; it never writes SQL itself.
 
-Every fenced verb (complete, fail, reschedule, release, set_progress) applies only while the job is
-still running under the same worker and attempt, so a late result of a job that the reaper
-took back is dropped, never applied twice.
+Every fenced verb (complete, complete_in_transaction, fail, reschedule, release,
+set_progress) applies only while the job is still running under the same worker and
+attempt, so a late result of a job that the reaper took back is dropped, never applied twice.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from jobs import registry, sql
-from jobs.errors import InvalidPayload, InvalidTransition, UnknownJobType
+from jobs.errors import FencedOff, InvalidPayload, InvalidTransition, UnknownJobType
 from jobs.models import ACTIVE, FINISHED, Job, JobAttempt, Priority, Status, Worker
 
 logger = logging.getLogger("jobs.store")
@@ -312,6 +313,29 @@ def complete(worker: str, done: Sequence[tuple[int, int]]) -> list[int]:
         dropped = sorted(set(ids) - set(applied))
         logger.warning("Dropped late results of jobs %s: no longer running under %s.", dropped, worker)
     return applied
+
+
+def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
+    """Mark one job succeeded inside the caller's open transaction: the last statement of an
+    atomic job's handler transaction (``@job(atomic=True)``), so the handler's writes and
+    the job's completion commit together or not at all.
+
+    Fenced like ``complete``: it applies only while the job is still running under this
+    worker and attempt. When it no longer is (the reaper took it back, and another try may
+    have run it already), it raises ``FencedOff`` and the caller's transaction must roll
+    back, the handler's writes with it.
+    """
+    if not connection.in_atomic_block:
+        raise TransactionManagementError("complete_in_transaction() runs inside the handler's transaction.")
+    # One UPDATE whose WHERE is the fence; its row count (1 or 0) is the answer, so the same
+    # ORM statement serves PostgreSQL, SQLite and MariaDB (which has no UPDATE … RETURNING).
+    # It locks the one job row, through the primary key, until the handler's transaction
+    # commits a moment later; the worker's heartbeat of that row waits that long.
+    applied = _fenced(worker, job_id, attempt).update(
+        status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
+    )
+    if not applied:
+        raise FencedOff(f"Job #{job_id} try {attempt} is no longer running under {worker}.")
 
 
 def _fenced(worker: str, job_id: int, attempt: int):

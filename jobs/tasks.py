@@ -1,6 +1,6 @@
 """The engine's own timer steps (part of ``manage.py sweep``)."""
 
-from jobs import metrics, periodic, store
+from jobs import coverage, metrics, periodic, store
 
 
 @periodic("sweep", every=300)
@@ -18,3 +18,9 @@ def prune_finished_jobs() -> str:
 def report_backlog_per_task() -> str:
     """The scaling signals (backlog per task, oldest due age, running, failed), to CloudWatch when configured."""
     return metrics.report_backlog()
+
+
+@periodic("sweep", every=300)
+def warn_about_unserved_queues() -> str:
+    """Queues with due jobs and no live worker serving them: a warning each, in the log."""
+    return coverage.report_unserved()

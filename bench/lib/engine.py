@@ -25,11 +25,16 @@ from bench.lib.waiting import wait_until
 from tests.support.tcp_proxy import TcpProxy
 
 NOOP = "test.noop"
+NOOP_ATOMIC = "test.noop_atomic"  # the same, in a transaction with its completion
+WRITE = "test.write"  # inserts one row (committed on its own, then acknowledged)
+WRITE_ATOMIC = "test.write_atomic"  # inserts one row in a transaction with its completion
 
 
 def reset() -> None:
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE jobs_job, jobs_attempt, jobs_worker RESTART IDENTITY CASCADE")
+        cursor.execute(
+            "TRUNCATE jobs_job, jobs_attempt, jobs_worker, testjobs_execution RESTART IDENTITY CASCADE"
+        )
         cursor.execute("VACUUM ANALYZE jobs_job")
 
 
@@ -130,10 +135,13 @@ def drained(first: int, last: int) -> bool:
     )
 
 
-def drain(count: int, workers: int, backlog: tuple[int, int] = (0, 0)) -> float:
-    """Jobs/s from the commit of ``count`` queued jobs until none of them is left.
+def drain(count: int, workers: int, backlog: tuple[int, int] = (0, 0), type_name: str = NOOP) -> float:
+    """Jobs/s from the commit of ``count`` queued jobs of ``type_name`` until none of them is
+    left.
 
     ``backlog`` = (finished, waiting) rows put in the table first (see ``fill.history``).
+    With an atomic type each job is its own transaction, committed (and flushed) with its
+    completion, where plain jobs' successes are acknowledged many to a statement.
     """
     reset()
     if any(backlog):
@@ -142,7 +150,7 @@ def drain(count: int, workers: int, backlog: tuple[int, int] = (0, 0)) -> float:
     try:
         first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
         with transaction.atomic():
-            jobs.enqueue_many(NOOP, ({} for _ in range(count)))
+            jobs.enqueue_many(type_name, ({} for _ in range(count)))
             last = scalar("SELECT max(id) FROM jobs_job")
             start = time.perf_counter()
         wait_until(lambda: drained(first, last), 600, "the queue to drain", interval=0.005)
@@ -286,3 +294,47 @@ def memory(total: int) -> tuple[int, int]:
     finally:
         pool.stop()
     return early, late
+
+
+def kill_run(each: int, workers: int, kills: int) -> tuple[int, int, int]:
+    """What a worker killed at a random moment does to database writes: (plain jobs whose
+    row was written twice, atomic jobs whose row was, atomic jobs a kill interrupted).
+
+    ``each`` plain and ``each`` atomic jobs that insert one row and take about 2 ms
+    (test.write, test.write_atomic), enqueued interleaved, are drained by ``workers``
+    runworker processes while one whole worker (supervisor, forkserver, children) is killed
+    with SIGKILL ``kills`` times, evenly through the run, and replaced at once; the
+    survivors' reapers bring the dead worker's jobs back after a 3 s lease. A plain job
+    writes twice when the kill falls between its row's commit and its acknowledgement; an
+    atomic job's row commits with its completion, so never.
+    """
+    reset()
+    with transaction.atomic():
+        for start in range(0, each, 100):
+            size = min(100, each - start)
+            jobs.enqueue_many(WRITE_ATOMIC, ({"sleep": 0.002} for _ in range(size)))
+            jobs.enqueue_many(WRITE, ({"sleep": 0.002} for _ in range(size)))
+    total = 2 * each
+    quick_recovery = {"JOBS_WORKER_LEASE": "3", "JOBS_REAP_AFTER": "5", "JOBS_HEARTBEAT_INTERVAL": "0.5"}
+
+    def succeeded() -> int:
+        return scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'")
+
+    pool = Workers(workers, env=quick_recovery)
+    try:
+        for kill in range(kills):
+            target = total * (kill + 1) // (kills + 2)
+            wait_until(lambda target=target: succeeded() >= target, 300, "work before a kill", interval=0.005)
+            pool.kill_and_replace(kill % workers)
+        wait_until(lambda: succeeded() == total, 600, "every job to succeed", interval=0.1)
+    finally:
+        pool.stop()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT j.type, count(*) FROM jobs_job j"
+            " JOIN (SELECT job_id FROM testjobs_execution GROUP BY job_id HAVING count(*) > 1) twice"
+            " ON twice.job_id = j.id GROUP BY j.type"
+        )
+        twice = dict(cursor.fetchall())
+    interrupted = scalar("SELECT count(*) FROM jobs_job WHERE type = %s AND attempts > 1", [WRITE_ATOMIC])
+    return twice.get(WRITE, 0), twice.get(WRITE_ATOMIC, 0), interrupted

@@ -104,6 +104,7 @@ class Pool:
         self, commands: list[list[str]], cwd: Path, env: dict[str, str], stdout: IO[str] | None = None
     ) -> None:
         self.processes: list[subprocess.Popen] = []
+        self._cwd, self._env, self._stdout = cwd, env, stdout
         try:
             for command in commands:
                 self.processes.append(
@@ -124,6 +125,22 @@ class Pool:
             if process.poll() is not None:
                 raise RuntimeError(f"worker {process.args} exited with {process.returncode}")
         return True
+
+    def kill_and_replace(self, index: int) -> None:
+        """SIGKILL worker ``index`` and every process under it at once (a machine losing the
+        task), then start the same command in its place."""
+        victim = self.processes[index]
+        for pid in process_tree(victim.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        victim.wait(timeout=10)
+        self.processes[index] = subprocess.Popen(
+            victim.args,
+            cwd=self._cwd,
+            env=self._env,
+            stdout=self._stdout,
+            stderr=subprocess.STDOUT if self._stdout else None,
+        )
 
     def _signal(self, signum: int) -> None:
         for process in self.processes:

@@ -6,33 +6,19 @@ title (lists) or next to it (a job's own page).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from jobs.durations import format_duration
 from jobs.models import Job, Status
 
 #: The list's error cell is clamped to two lines by CSS; the text sent is cut well beyond
 #: what two lines can show, and the full error is in the cell's title and on the job's page.
 ERROR_PREVIEW_CHARS = 160
-
-
-def format_duration(delta: timedelta) -> str:
-    seconds = max(delta.total_seconds(), 0.0)
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 60:
-        return f"{int(seconds)} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    return f"{hours // 24} days"
 
 
 def relative(moment: datetime, now: datetime) -> str:

@@ -1,8 +1,10 @@
 """The "Background jobs" page: the Job changelist, built for an operator at 2 a.m., and a
 job's own page.
 
-Four tiles over the newest jobs; the list refreshes itself in place every few seconds
-while anything is queued or running (see ``change_list.html``). Searching is by id or exact
+Above the tiles, a warning for each queue with due jobs that no live worker serves, and a
+line per queue (``jobs.coverage``); four tiles over the newest jobs; the list refreshes
+itself in place every few seconds while anything is queued or running (see
+``change_list.html``). Searching is by id or exact
 dedupe key, both index lookups. Counting is bounded (``counting``), Retry and Cancel go
 through the engine (``operations``).
 """
@@ -26,6 +28,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from jobs import coverage
 from jobs.admin import counting
 from jobs.admin.counting import BoundedCountingMixin, Tile, status_counts
 from jobs.admin.display import (
@@ -132,7 +135,11 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
             )
             for status, counted in counts.items()
         ]
+        queues = coverage.queue_states()
         context = {
+            "queue_states": queues,
+            "unserved_queues": coverage.unserved(queues),
+            "queue_url": f"{url}?status={Status.QUEUED}&queue=",
             "tiles": tiles,
             "live": active,
             "refresh_ms": REFRESH_SECONDS * 1000,
@@ -146,7 +153,7 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
         }
         response = super().changelist_view(request, context)
         if request.headers.get(REFRESH_HEADER) and isinstance(response, TemplateResponse):
-            # The refresh gets only the tiles, the rows and the pagination, filtered alike.
+            # The refresh gets only the queues, the tiles, the rows and the pagination.
             response.template_name = "admin/platform/job/change_list_refresh.html"
         patch_vary_headers(response, [REFRESH_HEADER])
         return response

@@ -3,10 +3,23 @@
 It waits for a batch (one job for slow types, a few for very short ones), runs the jobs in
 order, reports each failure at once and the end of the batch, and waits again. What the
 two processes tell each other is in ``jobs.worker.messages``.
+
+An atomic job (``@job(atomic=True)``) runs inside one transaction on this process's
+connection, and its completion is the transaction's last statement, fenced by worker and
+attempt: the handler's writes and the job's success commit together, or neither does. A
+failure rolls both back; so does a kill, since a transaction that was never committed dies
+with its connection. The child tells the supervisor at once that the job is settled, so it
+is not acknowledged again. Such a job's progress goes to the supervisor over the pipe, and
+the supervisor writes it: written here it would sit in the uncommitted transaction,
+invisible until the end, and hold the job row's lock against the supervisor's heartbeats.
+A second connection per child would do too, but would double the sessions that children
+hold (each one a server connection behind a pooler) for a few writes a second.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import json
 import os
 import select
@@ -18,23 +31,35 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 import django
+from django.db import transaction
 
 from jobs import registry
 from jobs.context import JobContext
-from jobs.errors import PermanentError, RetryLater, UnknownJobType
+from jobs.errors import FencedOff, PermanentError, RetryLater, UnknownJobType
 from jobs.worker import messages
 from jobs.worker.messages import (
     CURRENT,
     STARTED,
     FromChild,
     JobFailed,
+    JobProgress,
     JobRescheduled,
+    JobSettled,
     SharedState,
     Stop,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from jobs.store import Failure
+
+
+class Settled(enum.Enum):
+    """How an atomic job's transaction ended; the child wrote its outcome itself."""
+
+    COMMITTED = "committed"  # the handler's writes and the job's completion
+    FENCED_OFF = "fenced off"  # the job was no longer this try's: everything rolled back
 
 
 def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int) -> None:
@@ -57,8 +82,12 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
         for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
-            outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker)
-            if outcome is not None:
+            relay = functools.partial(_relay_progress, conn, index)
+            outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, relay=relay)
+            if isinstance(outcome, Settled):
+                if not _send(conn, JobSettled(index, outcome is Settled.COMMITTED)):
+                    return
+            elif outcome is not None:
                 close_old_connections()
                 report: FromChild = (
                     JobRescheduled(index, outcome.at, outcome.reason)
@@ -96,10 +125,26 @@ def _send(conn: Connection, message: FromChild) -> bool:
     return True
 
 
+def _relay_progress(conn: Connection, index: int, percent: int, message: str) -> None:
+    _send(conn, JobProgress(index, percent, message))
+
+
 def run(
-    job_id: int, type_name: str, payload_text: str, attempt: int, max_attempts: int, worker: str
-) -> Failure | RetryLater | None:
-    """Run one job; None on success, the ``RetryLater`` it raised, or what went wrong."""
+    job_id: int,
+    type_name: str,
+    payload_text: str,
+    attempt: int,
+    max_attempts: int,
+    worker: str,
+    relay: Callable[[int, str], None] | None = None,
+) -> Failure | RetryLater | Settled | None:
+    """Run one job: None when it succeeded (the supervisor acknowledges it), what went wrong
+    when it failed, the ``RetryLater`` it raised (an atomic job's writes are rolled back
+    first), or, for an atomic job, how its transaction ended.
+
+    ``relay`` takes an atomic job's progress to whoever writes it (the supervisor); without
+    one, an atomic job's progress is not reported.
+    """
     try:
         job_type = registry.get(type_name)
         payload = json.loads(payload_text)
@@ -109,12 +154,25 @@ def run(
             attempt=attempt,
             max_attempts=max_attempts,
             worker=worker,
-            report=ProgressReporter(worker, job_id, attempt),
+            report=ProgressReporter(
+                worker, job_id, attempt, relay=(relay or _dropped) if job_type.atomic else None
+            ),
         )
+        if job_type.atomic:
+            from jobs import store  # the store needs the models: only once Django is set up
+
+            # Called in this frame, like the plain handler below, so that the TypeError
+            # check below still tells a payload that does not fit the handler's keywords.
+            with transaction.atomic():
+                job_type.func(ctx, **payload)
+                store.complete_in_transaction(worker, job_id, attempt)  # raises FencedOff
+            return Settled.COMMITTED
         job_type.func(ctx, **payload)
         return None
     except RetryLater as wait:
         return wait
+    except FencedOff:
+        return Settled.FENCED_OFF
     except (PermanentError, UnknownJobType) as exc:
         return _failure(exc, retryable=False)
     except TypeError as exc:
@@ -135,11 +193,19 @@ def _failure(exc: BaseException, *, retryable: bool) -> Failure:
     return Failure(name, str(exc), traceback.format_exc(), retryable)
 
 
-class ProgressReporter:
-    """Writes a handler's progress to the job row, at most once per interval."""
+def _dropped(percent: int, message: str) -> None:
+    """Where an atomic job's progress goes when nobody writes it (a run outside a worker)."""
 
-    def __init__(self, worker: str, job_id: int, attempt: int) -> None:
+
+class ProgressReporter:
+    """Writes a handler's progress to the job row, at most once per interval; an atomic
+    job's goes to ``relay`` instead (see the module docstring)."""
+
+    def __init__(
+        self, worker: str, job_id: int, attempt: int, *, relay: Callable[[int, str], None] | None = None
+    ) -> None:
         self.worker, self.job_id, self.attempt = worker, job_id, attempt
+        self.relay = relay
         self.last_write = float("-inf")  # the first report is always written
 
     def __call__(self, percent: int, message: str) -> None:
@@ -151,4 +217,7 @@ class ProgressReporter:
         if now - self.last_write < settings.JOBS_PROGRESS_INTERVAL and percent < 100:
             return
         self.last_write = now
-        set_progress(self.worker, self.job_id, self.attempt, percent, message)
+        if self.relay is not None:
+            self.relay(percent, message)
+        else:
+            set_progress(self.worker, self.job_id, self.attempt, percent, message)

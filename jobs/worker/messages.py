@@ -5,8 +5,12 @@ Supervisor → child, over the pipe: ``RunBatch`` (jobs to run in order, one at 
 
 Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch fails,
 ``JobRescheduled`` as soon as one asks to run again later (``jobs.RetryLater``: not a
-failure, no attempt used), and ``BatchDone`` once every job of the batch has run (failed and
-rescheduled ones included).
+failure, no attempt used), ``JobSettled`` as soon as an atomic job's transaction has ended
+(committed with the job's completion in it, or rolled back because the fence refused that
+completion: either way the supervisor has nothing left to write for it), ``JobProgress``
+when an atomic job reports progress (the supervisor writes it, see ``jobs.worker.child``),
+and ``BatchDone`` once every job of the batch has run (failed, rescheduled and settled ones
+included).
 
 Child → supervisor, without a message: before each job the child writes the job's index in
 the batch and its start into a shared array (``SharedState``, at ``CURRENT`` and
@@ -16,7 +20,9 @@ which ones finished before it and which never started.
 On the pipe the records travel as bare tuples and ``None``: pickling an instance of a
 class looks the class up by name on both sides, several microseconds a message, which the
 hot path would pay on every batch (and, for jobs sent as ``ClaimedJob``, on every job).
-``send`` and the two ``receive_*`` functions are the only code that knows that shape.
+A record with content travels as its fields behind a small number naming its kind
+(``_TAGGED``); ``send`` and the two ``receive_*`` functions are the only code that knows
+that shape.
 """
 
 from __future__ import annotations
@@ -71,12 +77,37 @@ class JobRescheduled(NamedTuple):
     reason: str
 
 
+class JobSettled(NamedTuple):
+    """The atomic job at ``position`` wrote its own outcome in its handler's transaction:
+    ``committed`` (its writes and its completion), or rolled back because the job was no
+    longer this try's (the fence refused the completion). Nothing is left to acknowledge."""
+
+    position: int
+    committed: bool
+
+
+class JobProgress(NamedTuple):
+    """The atomic job at ``position`` reports progress, for the supervisor to write."""
+
+    position: int
+    percent: int
+    message: str
+
+
 class BatchDone(NamedTuple):
     """Every job of the current batch has run."""
 
 
 ToChild = RunBatch | Stop
-FromChild = JobFailed | JobRescheduled | BatchDone
+FromChild = JobFailed | JobRescheduled | JobSettled | JobProgress | BatchDone
+
+# The records with content, by the number that names each on the wire.
+_TAGGED: tuple[type[JobFailed | JobRescheduled | JobSettled | JobProgress], ...] = (
+    JobFailed,
+    JobRescheduled,
+    JobSettled,
+    JobProgress,
+)
 
 STOP = Stop()
 BATCH_DONE = BatchDone()
@@ -90,10 +121,8 @@ def send(conn: Connection, message: ToChild | FromChild) -> None:
 def _wire(message: ToChild | FromChild) -> object:
     if isinstance(message, RunBatch):
         return [tuple(job) for job in message.jobs]  # plain tuples: see the module docstring
-    if isinstance(message, JobFailed):
-        return (message.position, message.failure)
-    if isinstance(message, JobRescheduled):
-        return (message.position, message.at, message.reason)
+    if isinstance(message, _TAGGED):
+        return (_TAGGED.index(type(message)), *message)
     return None  # Stop, or BatchDone: each direction has one record without content
 
 
@@ -106,6 +135,4 @@ def receive_in_child(conn: Connection) -> ToChild:
 def receive_in_supervisor(conn: Connection) -> FromChild:
     """A child's next record (blocks; EOFError when the child is gone)."""
     wire = conn.recv()
-    if wire is None:
-        return BATCH_DONE
-    return JobRescheduled(*wire) if len(wire) == 3 else JobFailed(*wire)
+    return BATCH_DONE if wire is None else _TAGGED[wire[0]](*wire[1:])

@@ -46,8 +46,9 @@ class Child:
         self.process.start()
         theirs.close()
         self.batch: list[ClaimedJob] = []
-        # Indexes in the batch already settled: reported as failed, or rescheduled.
-        self.failed: set[int] = set()
+        # Indexes in the batch whose outcome the child already reported: failed, rescheduled,
+        # or an atomic job settled in its own transaction. They are not acknowledged with the batch.
+        self.settled: set[int] = set()
         self.sent_at = 0.0
 
     @property
@@ -58,7 +59,7 @@ class Child:
         self.state[CURRENT] = 0
         self.state[STARTED] = time.monotonic()
         messages.send(self.conn, RunBatch(batch))
-        self.batch, self.failed, self.sent_at = batch, set(), self.state[STARTED]
+        self.batch, self.settled, self.sent_at = batch, set(), self.state[STARTED]
 
     def receive(self) -> FromChild:
         """The child's next message (EOFError or OSError once it is gone)."""
@@ -75,9 +76,9 @@ class Child:
         return index, self.batch[index], self.state[STARTED]
 
     def finish(self) -> tuple[list[ClaimedJob], set[int], float]:
-        batch, failed, took = self.batch, self.failed, time.monotonic() - self.sent_at
-        self.batch, self.failed = [], set()
-        return batch, failed, took
+        batch, settled, took = self.batch, self.settled, time.monotonic() - self.sent_at
+        self.batch, self.settled = [], set()
+        return batch, settled, took
 
     def kill(self) -> None:
         if self.process.is_alive():

@@ -28,7 +28,7 @@ from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
-from jobs.worker.messages import JobFailed, JobRescheduled
+from jobs.worker.messages import JobFailed, JobProgress, JobRescheduled, JobSettled
 from jobs.worker.pool import Child, Lane
 from jobs.worker.results import ResultBuffer
 
@@ -357,18 +357,26 @@ class Supervisor:
         except (EOFError, OSError):
             return False
         if isinstance(message, JobFailed):
-            child.failed.add(message.position)
+            child.settled.add(message.position)
             took = time.monotonic() - child.started
             self._failed(child.batch[message.position], message.failure, took, "failed")
             return True
         if isinstance(message, JobRescheduled):
-            child.failed.add(message.position)  # settled: not acknowledged with the batch
+            child.settled.add(message.position)  # not acknowledged with the batch
             self._rescheduled(child.batch[message.position], message, time.monotonic() - child.started)
             return True
-        batch, failed, took = child.finish()
+        if isinstance(message, JobSettled):
+            child.settled.add(message.position)
+            self._settled(child.batch[message.position], message.committed, time.monotonic() - child.started)
+            return True
+        if isinstance(message, JobProgress):
+            job = child.batch[message.position]
+            self.db.call(store.set_progress, self.name, job.id, job.attempt, message.percent, message.message)
+            return True
+        batch, settled, took = child.finish()
         child.lane.observe(took, len(batch))
         for index, job in enumerate(batch):
-            if index not in failed:
+            if index not in settled:
                 self._succeeded(job, took / len(batch))
         return True
 
@@ -383,6 +391,29 @@ class Supervisor:
                 job.max_attempts,
                 took * 1000,
             )
+
+    def _settled(self, job: ClaimedJob, committed: bool, took: float) -> None:
+        """An atomic job wrote its own outcome: nothing to acknowledge."""
+        if committed:
+            if self.log_jobs:
+                logger.info(
+                    "end %s #%d attempt %d/%d %.1fms succeeded (committed with its writes)",
+                    job.type,
+                    job.id,
+                    job.attempt,
+                    job.max_attempts,
+                    took * 1000,
+                )
+            return
+        logger.warning(
+            "end %s #%d attempt %d/%d %.1fms rolled back: the job was no longer this worker's "
+            "(taken back by the reaper), so its writes were not committed",
+            job.type,
+            job.id,
+            job.attempt,
+            job.max_attempts,
+            took * 1000,
+        )
 
     def _failed(self, job: ClaimedJob, failure: Failure, took: float, what: str) -> None:
         self.results.fail(job, failure)
@@ -413,10 +444,7 @@ class Supervisor:
     def _on_child_exit(self, child: Child) -> None:
         if child not in child.lane.children:
             return  # already handled (its pipe and its sentinel both fire)
-        # Read what it said before it died: a failure report, or the end of its batch.
-        with contextlib.suppress(EOFError, OSError):
-            while child.busy and child.conn.poll() and self._collect(child):
-                pass
+        self._read_pending(child)
         how = child.exit_description()
         if child.busy:
             failure = Failure("WorkerCrashed", f"The child process running this job {how}.")
@@ -425,6 +453,13 @@ class Supervisor:
             logger.warning("An idle child process %s; replacing it.", how)
         self._replace(child)
 
+    def _read_pending(self, child: Child) -> None:
+        """Read what a child said before it died or was killed: failures, atomic jobs it
+        settled (committed: not to be acknowledged again), or the end of its batch."""
+        with contextlib.suppress(EOFError, OSError):
+            while child.busy and child.conn.poll() and self._collect(child):
+                pass
+
     def _salvage(
         self, child: Child, *, failure: Failure | None = None, what: str = "", release_message: str = ""
     ) -> None:
@@ -432,13 +467,13 @@ class Supervisor:
         finished; that one failed (or, at shutdown, goes back without using an attempt);
         jobs after it never started and go back as they were."""
         index, culprit, started = child.current()
-        batch, failed, _ = child.finish()
+        batch, settled, _ = child.finish()
         for position, job in enumerate(batch):
-            if position < index and position not in failed:
+            if position < index and position not in settled:
                 self._succeeded(job, 0.0)
             elif position > index:
                 self.results.release(job)
-        if index in failed:
+        if index in settled:
             return
         took = time.monotonic() - started
         if failure is not None:
@@ -463,10 +498,12 @@ class Supervisor:
                 timeout = self._timeout(job.type)
                 if timeout and now >= started + timeout:
                     child.kill()
-                    failure = Failure(
-                        "JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped."
-                    )
-                    self._salvage(child, failure=failure, what="timed out")
+                    self._read_pending(child)
+                    if child.busy:
+                        failure = Failure(
+                            "JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped."
+                        )
+                        self._salvage(child, failure=failure, what="timed out")
                     self._replace(child)
 
     # --- stopping -------------------------------------------------------------------------
@@ -481,7 +518,9 @@ class Supervisor:
             for child in list(lane.children):
                 if child.busy:
                     child.kill()
-                    self._salvage(child, release_message=store.REQUEUED_AT_SHUTDOWN)
+                    self._read_pending(child)
+                    if child.busy:
+                        self._salvage(child, release_message=store.REQUEUED_AT_SHUTDOWN)
                     self._retire(child)
 
     def _shutdown_children(self) -> None:

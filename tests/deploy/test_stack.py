@@ -242,7 +242,7 @@ def test_scaling__tracks_backlog_per_task_and_steps_out_on_the_oldest_jobs_age(s
     assert scale_out["AlarmActions"] == [policies["StepScaling"]["PolicyARN"]]
 
 
-def test_alarms__watch_failed_jobs_the_oldest_jobs_age_and_a_silent_sweep(stack):
+def test_alarms__watch_failed_jobs_the_oldest_jobs_age_unserved_jobs_and_a_silent_sweep(stack):
     topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:platform-alarms"
     alarms = {
         alarm["AlarmName"].removeprefix(f"{STACK}-"): alarm
@@ -264,6 +264,17 @@ def test_alarms__watch_failed_jobs_the_oldest_jobs_age_and_a_silent_sweep(stack)
         2,
     )
     assert age["AlarmActions"] == [topic]
+    unserved = alarms["unserved-jobs"]
+    assert (unserved["MetricName"], unserved["Statistic"], unserved["Threshold"]) == (
+        metrics.UNSERVED_JOBS,
+        "Maximum",
+        1,
+    )
+    assert (unserved["ComparisonOperator"], unserved["EvaluationPeriods"]) == (
+        "GreaterThanOrEqualToThreshold",
+        2,
+    )
+    assert unserved["AlarmActions"] == [topic]
     silent = alarms["sweep-silent"]
     assert (silent["MetricName"], silent["TreatMissingData"]) == (metrics.QUEUED_JOBS, "breaching")
 

@@ -106,6 +106,15 @@ def test_scrape__reports_the_figures_of_every_queue(client, token):
     assert by_queue(parsed, "jobs_backlog_per_task")["ingestion"] == 1.5
 
 
+def test_scrape__reports_due_jobs_of_a_queue_nobody_serves(client, token):
+    _scene()  # the workers serve ai, default and ingestion: not mail
+    JobFactory.create_batch(2, type="email.process", payload={"email_id": 1})
+
+    unserved = by_queue(scrape(client), "jobs_unserved_due")
+
+    assert (unserved["mail"], unserved["ingestion"], unserved["ai"]) == (2, 0, 0)
+
+
 def test_scrape__measures_at_scrape_time(client, token):
     assert by_queue(scrape(client), "jobs_due")["ingestion"] == 0
     JobFactory.create_batch(4, type="repository.ingest")
@@ -123,6 +132,7 @@ def test_scrape__reports_the_same_numbers_as_cloudwatch_gets(client, token):
             "RunningJobs": "jobs_running",
             "FailedJobs": "jobs_failed_recent",
             "BacklogPerTask": "jobs_backlog_per_task",
+            "UnservedJobs": "jobs_unserved_due",
         }.get(datum["MetricName"])
         if queue and name:
             assert by_queue(parsed, name)[queue] == datum["Value"], (name, queue)

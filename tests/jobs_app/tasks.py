@@ -1,6 +1,7 @@
 """Job types used by the tests and the benchmarks."""
 
 import ctypes
+import json
 import os
 import time
 from pathlib import Path
@@ -89,7 +90,9 @@ def slow(ctx: JobContext, *, seconds: float = 5.0) -> None:
 
 
 @job("test.ai", queue="ai", attempts=2)
-def ai_work(ctx: JobContext, *, seconds: float = 0.0) -> None:
+def ai_work(ctx: JobContext, *, seconds: float = 0.0, gate: str = "") -> None:
+    if gate:
+        _wait_for_gate(gate)
     if seconds:
         time.sleep(seconds)
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
@@ -129,3 +132,50 @@ def rate_limited(ctx: JobContext, *, path: str, waits: int = 2, delay: float = 0
             wait = RetryLater(f"Rate limited ({runs + 1}/{waits}).", delay=delay)
             out.write(f"until {wait.at.timestamp()}\n")
             raise wait
+
+
+# --- exactly-once database effects: twins that differ only in ``atomic`` -------------------
+
+
+def _write(
+    ctx: JobContext,
+    *,
+    sleep: float = 0.0,
+    marker: str = "",
+    gate: str = "",
+    hold_on: list[int] | None = None,
+    fail: str = "",
+    progress: bool = False,
+) -> None:
+    """Inserts this try's Execution row, then, on the tries listed in ``hold_on``, writes
+    ``marker`` (the child's pid, its database session's backend pid, the try) and holds
+    until ``gate`` exists; ``fail`` raises after the insert. The row is committed at once
+    by the plain twin, with the job's completion by the atomic one."""
+    from django.db import connection
+
+    Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
+    if progress:
+        ctx.progress(50, "row written")
+    if sleep:
+        time.sleep(sleep)
+    if ctx.attempt in (hold_on or []):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+        Path(marker).write_text(json.dumps({"pid": os.getpid(), "backend": backend, "attempt": ctx.attempt}))
+        _wait_for_gate(gate, longest=120.0)
+    if fail:
+        raise RuntimeError(fail)
+
+
+# Many attempts: the kill tests take a job's try away again and again.
+write = job("test.write", queue="default", attempts=10, backoff=(0.1,))(_write)
+write_atomic = job("test.write_atomic", queue="default", attempts=10, backoff=(0.1,), atomic=True)(_write)
+write_atomic_timeout = job(
+    "test.write_atomic_timeout", queue="default", attempts=1, timeout=5.0, atomic=True
+)(_write)
+
+
+@job("test.noop_atomic", queue="default", atomic=True)
+def noop_atomic(ctx: JobContext, **payload) -> None:
+    """Does nothing, in a transaction with its completion: the atomic unit of the benchmarks."""

@@ -1,6 +1,6 @@
 """The records a supervisor and its child processes exchange, sent through a real pipe (no
 process needed): each arrives as the record that was sent, and the ones sent for every
-batch carry no class on the wire."""
+batch (or every atomic job) carry no class on the wire."""
 
 from __future__ import annotations
 
@@ -12,7 +12,17 @@ import pytest
 
 from jobs.store import ClaimedJob, Failure
 from jobs.worker import messages
-from jobs.worker.messages import BATCH_DONE, STOP, BatchDone, JobFailed, JobRescheduled, RunBatch, Stop
+from jobs.worker.messages import (
+    BATCH_DONE,
+    STOP,
+    BatchDone,
+    JobFailed,
+    JobProgress,
+    JobRescheduled,
+    JobSettled,
+    RunBatch,
+    Stop,
+)
 
 
 @pytest.fixture
@@ -47,13 +57,28 @@ def test_job_failed__arrives_with_its_position_and_failure(pipe):
     assert messages.receive_in_supervisor(supervisor_end) == JobFailed(1, failure)
 
 
+@pytest.mark.parametrize("committed", [True, False])
+def test_job_settled__arrives_with_its_position_and_how_it_ended(pipe, committed):
+    supervisor_end, child_end = pipe
+    messages.send(child_end, JobSettled(3, committed))
+    assert messages.receive_in_supervisor(supervisor_end) == JobSettled(3, committed)
+
+
+def test_job_progress__arrives_with_its_position_percent_and_message(pipe):
+    supervisor_end, child_end = pipe
+    messages.send(child_end, JobProgress(2, 40, "step 2 of 5"))
+    assert messages.receive_in_supervisor(supervisor_end) == JobProgress(2, 40, "step 2 of 5")
+
+
 def test_batch_done__arrives_as_batch_done(pipe):
     supervisor_end, child_end = pipe
     messages.send(child_end, BATCH_DONE)
     assert isinstance(messages.receive_in_supervisor(supervisor_end), BatchDone)
 
 
-@pytest.mark.parametrize("message", [RunBatch(BATCH), BATCH_DONE, STOP], ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize(
+    "message", [RunBatch(BATCH), BATCH_DONE, STOP, JobSettled(0, True)], ids=lambda m: type(m).__name__
+)
 def test_per_batch_messages__pickle_no_class(pipe, message):
     # Naming a class in a pickle costs a module lookup on both sides, on every batch.
     sender, receiver = pipe
