@@ -99,7 +99,7 @@ def commit_floor(count: int) -> float:
         for _ in range(count):
             raw.execute(
                 "INSERT INTO jobs_job (type, queue, priority, status, payload, attempts, max_attempts,"
-                " progress_message, error, message) VALUES ('test.noop', 'default', 2, 'queued', '{}',"
+                " progress_message, error, message) VALUES ('test.noop', 'default', 0, 'queued', '{}',"
                 " 0, 3, '', '', '')"
             )
         return count / (time.perf_counter() - start)
