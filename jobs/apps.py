@@ -11,4 +11,7 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from jobs.conf import fill_in_defaults
+
+        fill_in_defaults()
         autodiscover_modules("tasks")
