@@ -63,6 +63,20 @@ UPDATE jobs_job AS j
 RETURNING j.id
 """
 
+# COMPLETE for jobs that return a result (django.tasks tasks, ``jobs.backends``): the same
+# fence and the same lookup by position, plus each job's result (JSON text) stored with it.
+# Jobs without a result never take this statement, so the common acknowledgement above
+# carries no result column at all.
+COMPLETE_WITH_RESULTS = """
+UPDATE jobs_job AS j
+   SET status = 'succeeded', finished_at = now(), progress = 100, error = '',
+       result = ((%(results)s::text[])[array_position(%(ids)s::bigint[], j.id)])::jsonb
+ WHERE j.id = ANY(%(ids)s::bigint[])
+   AND j.attempts = (%(attempts)s::int[])[array_position(%(ids)s::bigint[], j.id)]
+   AND j.status = 'running' AND j.locked_by = %(worker)s
+RETURNING j.id
+"""
+
 # --- enqueue, notify and timers -------------------------------------------------------------
 
 # Enqueue of one job. A duplicate active dedupe key inserts nothing and returns no row;

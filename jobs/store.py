@@ -1,8 +1,8 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, claim, complete, fail, release, heartbeat, set_progress, cancel,
-cancel_if_queued, retry, reap, recover_worker, prune. The worker calls these; it never
-writes SQL itself.
+enqueue, enqueue_many, enqueue_task, claim, complete, fail, release, heartbeat,
+set_progress, cancel, cancel_if_queued, retry, reap, recover_worker, prune. The worker calls
+these; it never writes SQL itself.
 
 Every fenced verb (complete, fail, release, set_progress) applies only while the job is
 still running under the same worker and attempt, so a late result of a job that the reaper
@@ -149,6 +149,33 @@ def enqueue(
     raise IntegrityError(f"Could not enqueue {type_name} with dedupe key {dedupe_key!r}.")
 
 
+def enqueue_task(
+    type_name: str,
+    payload: dict[str, Any],
+    *,
+    queue: str,
+    priority: int,
+    max_attempts: int,
+    run_at: datetime | None = None,
+) -> Job:
+    """Add a django.tasks task (``jobs.backends``) in the caller's transaction, as
+    ``enqueue`` adds a job: its type is the task's module path, its queue and priority (on
+    the stored scale, see ``Priority``) the task's own; tasks have no dedupe key."""
+    fields: dict[str, Any] = {
+        "type": type_name,
+        "queue": queue,
+        "priority": priority,
+        "payload": payload,
+        "max_attempts": max_attempts,
+        "dedupe_key": None,
+    }
+    if run_at is not None:
+        fields["run_at"] = run_at
+    job = _insert_one(fields, _payload_text(payload))
+    assert job is not None, "only a dedupe key can make an insert a no-op"
+    return job
+
+
 def _insert_one(fields: dict[str, Any], payload_text: str) -> Job | None:
     """Insert one job; None when an active job already holds its dedupe key."""
     if _on_postgres():
@@ -286,26 +313,30 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         ]
 
 
-def complete(worker: str, done: Sequence[tuple[int, int]]) -> list[int]:
+def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None = None) -> list[int]:
     """Mark ``(job id, attempt)`` pairs succeeded; returns the ids that applied.
 
-    Ids missing from the result were no longer running under this worker and attempt:
-    their late result is dropped and logged.
+    ``results``, one per pair, is what each job returned as JSON text (django.tasks tasks
+    do; see ``jobs.backends``), stored with it. Ids missing from the result were no longer
+    running under this worker and attempt: their late result is dropped and logged.
     """
     if not done:
         return []
     ids = [job_id for job_id, _ in done]
     if _on_postgres():
-        rows = _run_prepared(
-            sql.COMPLETE, {"ids": ids, "attempts": [attempt for _, attempt in done], "worker": worker}
-        )
+        params: dict[str, Any] = {"ids": ids, "attempts": [attempt for _, attempt in done], "worker": worker}
+        if results is None:
+            rows = _run_prepared(sql.COMPLETE, params)
+        else:
+            rows = _run_prepared(sql.COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
         applied = [row[0] for row in rows]
     else:
         applied = []
         with transaction.atomic():
-            for job_id, attempt in done:
+            for index, (job_id, attempt) in enumerate(done):
+                stored = {} if results is None else {"result": json.loads(results[index])}
                 if _fenced(worker, job_id, attempt).update(
-                    status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
+                    status=Status.SUCCEEDED, finished_at=Now(), progress=100, error="", **stored
                 ):
                     applied.append(job_id)
     if len(applied) != len(done):
@@ -330,7 +361,7 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
             logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
             return None
         try:
-            job_type: registry.JobType | None = registry.get(job.type)
+            job_type: registry.JobType | None = registry.lookup(job.type)
         except UnknownJobType:
             job_type = None
         now = timezone.now()

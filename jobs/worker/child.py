@@ -23,7 +23,7 @@ from jobs import registry
 from jobs.context import JobContext
 from jobs.errors import PermanentError, UnknownJobType
 from jobs.worker import messages
-from jobs.worker.messages import CURRENT, STARTED, FromChild, JobFailed, SharedState, Stop
+from jobs.worker.messages import CURRENT, STARTED, FromChild, JobFailed, JobReturned, SharedState, Stop
 
 if TYPE_CHECKING:
     from jobs.store import Failure
@@ -49,10 +49,13 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
         for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
-            failure = run(job_id, type_name, payload_text, attempt, max_attempts, worker)
-            if failure is not None:
+            outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker)
+            if isinstance(outcome, str):
+                if not _send(conn, JobReturned(index, outcome)):
+                    return
+            elif outcome is not None:
                 close_old_connections()
-                if not _send(conn, JobFailed(index, failure)):
+                if not _send(conn, JobFailed(index, outcome)):
                     return
         close_old_connections()
         if not _send(conn, messages.BATCH_DONE):
@@ -85,10 +88,11 @@ def _send(conn: Connection, message: FromChild) -> bool:
 
 def run(
     job_id: int, type_name: str, payload_text: str, attempt: int, max_attempts: int, worker: str
-) -> Failure | None:
-    """Run one job; None on success, else what went wrong."""
+) -> Failure | str | None:
+    """Run one job; on success None, or the JSON text of its result when its type keeps
+    one (a django.tasks task); else what went wrong."""
     try:
-        job_type = registry.get(type_name)
+        job_type = registry.lookup(type_name)
         payload = json.loads(payload_text)
         ctx = JobContext(
             job_id=job_id,
@@ -98,8 +102,8 @@ def run(
             worker=worker,
             report=ProgressReporter(worker, job_id, attempt),
         )
-        job_type.func(ctx, **payload)
-        return None
+        returned = job_type.func(ctx, **payload)
+        return returned if job_type.keeps_result else None
     except (PermanentError, UnknownJobType) as exc:
         return _failure(exc, retryable=False)
     except TypeError as exc:

@@ -3,8 +3,10 @@
 Supervisor → child, over the pipe: ``RunBatch`` (jobs to run in order, one at a time) or
 ``Stop`` (exit; only ever sent between batches).
 
-Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch fails, and
-``BatchDone`` once every job of the batch has run (failed ones included).
+Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch fails,
+``JobReturned`` as soon as a job that returns a result (a django.tasks task) succeeds, and
+``BatchDone`` once every job of the batch has run (failed ones included). A job without a
+result sends nothing of its own: ``BatchDone`` covers it.
 
 Child → supervisor, without a message: before each job the child writes the job's index in
 the batch and its start into a shared array (``SharedState``, at ``CURRENT`` and
@@ -59,12 +61,20 @@ class JobFailed(NamedTuple):
     failure: Failure
 
 
+class JobReturned(NamedTuple):
+    """The job at ``position`` in the current batch succeeded and returned ``value`` (JSON
+    text), which the supervisor stores with it."""
+
+    position: int
+    value: str
+
+
 class BatchDone(NamedTuple):
     """Every job of the current batch has run."""
 
 
 ToChild = RunBatch | Stop
-FromChild = JobFailed | BatchDone
+FromChild = JobFailed | JobReturned | BatchDone
 
 STOP = Stop()
 BATCH_DONE = BatchDone()
@@ -80,6 +90,8 @@ def _wire(message: ToChild | FromChild) -> object:
         return [tuple(job) for job in message.jobs]  # plain tuples: see the module docstring
     if isinstance(message, JobFailed):
         return (message.position, message.failure)
+    if isinstance(message, JobReturned):
+        return (message.position, message.value)  # a str where JobFailed has a Failure
     return None  # Stop, or BatchDone: each direction has one record without content
 
 
@@ -92,4 +104,7 @@ def receive_in_child(conn: Connection) -> ToChild:
 def receive_in_supervisor(conn: Connection) -> FromChild:
     """A child's next record (blocks; EOFError when the child is gone)."""
     wire = conn.recv()
-    return BATCH_DONE if wire is None else JobFailed(*wire)
+    if wire is None:
+        return BATCH_DONE
+    position, item = wire
+    return JobReturned(position, item) if isinstance(item, str) else JobFailed(position, item)

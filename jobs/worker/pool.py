@@ -47,6 +47,7 @@ class Child:
         theirs.close()
         self.batch: list[ClaimedJob] = []
         self.failed: set[int] = set()  # indexes in the batch already reported as failed
+        self.returned: dict[int, str] = {}  # results reported so far, by index in the batch
         self.sent_at = 0.0
 
     @property
@@ -57,7 +58,7 @@ class Child:
         self.state[CURRENT] = 0
         self.state[STARTED] = time.monotonic()
         messages.send(self.conn, RunBatch(batch))
-        self.batch, self.failed, self.sent_at = batch, set(), self.state[STARTED]
+        self.batch, self.failed, self.returned, self.sent_at = batch, set(), {}, self.state[STARTED]
 
     def receive(self) -> FromChild:
         """The child's next message (EOFError or OSError once it is gone)."""
@@ -74,8 +75,10 @@ class Child:
         return index, self.batch[index], self.state[STARTED]
 
     def finish(self) -> tuple[list[ClaimedJob], set[int], float]:
+        """End the batch: its jobs, the indexes that failed, and how long it took (read
+        ``returned`` first: it is emptied too)."""
         batch, failed, took = self.batch, self.failed, time.monotonic() - self.sent_at
-        self.batch, self.failed = [], set()
+        self.batch, self.failed, self.returned = [], set(), {}
         return batch, failed, took
 
     def kill(self) -> None:

@@ -28,7 +28,7 @@ from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
-from jobs.worker.messages import JobFailed
+from jobs.worker.messages import JobFailed, JobReturned
 from jobs.worker.pool import Child, Lane
 from jobs.worker.results import ResultBuffer
 
@@ -208,7 +208,7 @@ class Supervisor:
     def _timeout(self, type_name: str) -> float | None:
         if type_name not in self.timeouts:
             try:
-                self.timeouts[type_name] = registry.get(type_name).timeout
+                self.timeouts[type_name] = registry.lookup(type_name).timeout
             except UnknownJobType:
                 self.timeouts[type_name] = None
         return self.timeouts[type_name]
@@ -355,20 +355,24 @@ class Supervisor:
             message = child.receive()
         except (EOFError, OSError):
             return False
+        if isinstance(message, JobReturned):
+            child.returned[message.position] = message.value
+            return True
         if isinstance(message, JobFailed):
             child.failed.add(message.position)
             took = time.monotonic() - child.started
             self._failed(child.batch[message.position], message.failure, took, "failed")
             return True
+        returned = child.returned
         batch, failed, took = child.finish()
         child.lane.observe(took, len(batch))
         for index, job in enumerate(batch):
             if index not in failed:
-                self._succeeded(job, took / len(batch))
+                self._succeeded(job, took / len(batch), returned.get(index))
         return True
 
-    def _succeeded(self, job: ClaimedJob, took: float) -> None:
-        self.results.ack(job)
+    def _succeeded(self, job: ClaimedJob, took: float, result: str | None = None) -> None:
+        self.results.ack(job, result)
         if self.log_jobs:
             logger.info(
                 "end %s #%d attempt %d/%d %.1fms succeeded",
@@ -414,10 +418,11 @@ class Supervisor:
         finished; that one failed (or, at shutdown, goes back without using an attempt);
         jobs after it never started and go back as they were."""
         index, culprit, started = child.current()
+        returned = child.returned
         batch, failed, _ = child.finish()
         for position, job in enumerate(batch):
             if position < index and position not in failed:
-                self._succeeded(job, 0.0)
+                self._succeeded(job, 0.0, returned.get(position))
             elif position > index:
                 self.results.release(job)
         if index in failed:

@@ -11,7 +11,7 @@ import pytest
 
 from jobs.store import ClaimedJob, Failure
 from jobs.worker import messages
-from jobs.worker.messages import BATCH_DONE, STOP, BatchDone, JobFailed, RunBatch, Stop
+from jobs.worker.messages import BATCH_DONE, STOP, BatchDone, JobFailed, JobReturned, RunBatch, Stop
 
 
 @pytest.fixture
@@ -46,13 +46,21 @@ def test_job_failed__arrives_with_its_position_and_failure(pipe):
     assert messages.receive_in_supervisor(supervisor_end) == JobFailed(1, failure)
 
 
+def test_job_returned__arrives_with_its_position_and_value(pipe):
+    supervisor_end, child_end = pipe
+    messages.send(child_end, JobReturned(2, '{"sum": 5}'))
+    assert messages.receive_in_supervisor(supervisor_end) == JobReturned(2, '{"sum": 5}')
+
+
 def test_batch_done__arrives_as_batch_done(pipe):
     supervisor_end, child_end = pipe
     messages.send(child_end, BATCH_DONE)
     assert isinstance(messages.receive_in_supervisor(supervisor_end), BatchDone)
 
 
-@pytest.mark.parametrize("message", [RunBatch(BATCH), BATCH_DONE, STOP], ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize(
+    "message", [RunBatch(BATCH), BATCH_DONE, STOP, JobReturned(0, "5")], ids=lambda m: type(m).__name__
+)
 def test_per_batch_messages__pickle_no_class(pipe, message):
     # Naming a class in a pickle costs a module lookup on both sides, on every batch.
     sender, receiver = pipe
