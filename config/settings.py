@@ -6,6 +6,7 @@ PostgreSQL, ``BLOB_STORAGE=s3`` and ``MODEL_PROVIDER=bedrock``.
 """
 
 from pathlib import Path
+from typing import Any
 
 from config import env
 
@@ -111,6 +112,10 @@ JOBS_METRICS_WINDOW = env.number("JOBS_METRICS_WINDOW", 300.0, minimum=1.0)
 # scrape needs both. A bearer token, and/or client addresses or networks (REMOTE_ADDR).
 JOBS_METRICS_TOKEN = env.text("JOBS_METRICS_TOKEN", "")
 JOBS_METRICS_ALLOWED_IPS = env.networks("JOBS_METRICS_ALLOWED_IPS")
+# django.tasks runs on the engine: any @task is a job on `runworker` (jobs/backends.py).
+TASKS: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "jobs.backends.JobsBackend", "QUEUES": ["default"]}
+}
 AWS_REGION = env.text("AWS_REGION", "eu-central-1")
 AWS_ENDPOINT_URL = env.text("AWS_ENDPOINT_URL", "")
 

@@ -25,6 +25,10 @@ class WorkerCrashed(RetryableError):
     """The child process running the job died."""
 
 
+class WorkerLost(RetryableError):
+    """The worker running the job stopped answering; the reaper took the job back."""
+
+
 class UnknownJobType(JobError, LookupError):
     """No job type is registered under this name."""
 
@@ -35,3 +39,18 @@ class InvalidPayload(JobError, ValueError):
 
 class InvalidTransition(JobError):
     """The job is not in a state that allows this action."""
+
+
+# --- django.tasks tasks (jobs.backends) --------------------------------------------------
+
+
+class InvalidTaskArguments(PermanentError, TypeError):
+    """The task's arguments do not fit its function's signature."""
+
+
+class InvalidReturnValue(PermanentError, TypeError):
+    """The task returned a value that is not JSON-serialisable, so it cannot be stored."""
+
+
+class TaskCancelled(JobError):
+    """The task was cancelled before it ran."""

@@ -54,7 +54,12 @@ def test_enqueue__rolled_back_with_the_callers_transaction():
 def test_enqueue__stores_the_registry_defaults():
     job = store.enqueue("test.fail", {"permanent": False})
     job.refresh_from_db()
-    assert (job.type, job.queue, job.status, job.priority) == ("test.fail", "default", Status.QUEUED, Priority.NORMAL)
+    assert (job.type, job.queue, job.status, job.priority) == (
+        "test.fail",
+        "default",
+        Status.QUEUED,
+        Priority.NORMAL,
+    )
     assert (job.attempts, job.max_attempts, job.payload) == (0, 3, {"permanent": False})
 
 
