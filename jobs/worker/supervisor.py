@@ -399,10 +399,7 @@ class Supervisor:
     def _on_child_exit(self, child: Child) -> None:
         if child not in child.lane.children:
             return  # already handled (its pipe and its sentinel both fire)
-        # Read what it said before it died: a failure report, or the end of its batch.
-        with contextlib.suppress(EOFError, OSError):
-            while child.busy and child.conn.poll() and self._collect(child):
-                pass
+        self._read_unread(child)
         how = child.exit_description()
         if child.busy:
             failure = Failure("WorkerCrashed", f"The child process running this job {how}.")
@@ -441,6 +438,14 @@ class Supervisor:
                 took * 1000,
             )
 
+    def _read_unread(self, child: Child) -> None:
+        """Read what a child said before it died or was stopped (failures and results of
+        the jobs it finished, or the end of its batch), so that settling its batch counts
+        neither a failed job as done nor a task's result as lost."""
+        with contextlib.suppress(EOFError, OSError):
+            while child.busy and child.conn.poll() and self._collect(child):
+                pass
+
     def _stop_overdue(self, now: float) -> None:
         for lane in self.lanes:
             for child in list(lane.children):
@@ -450,10 +455,12 @@ class Supervisor:
                 timeout = self._timeout(job.type)
                 if timeout and now >= started + timeout:
                     child.kill()
-                    failure = Failure(
-                        "JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped."
-                    )
-                    self._salvage(child, failure=failure, what="timed out")
+                    self._read_unread(child)
+                    if child.busy:  # else its batch ended just before it was stopped
+                        failure = Failure(
+                            "JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped."
+                        )
+                        self._salvage(child, failure=failure, what="timed out")
                     self._replace(child)
 
     # --- stopping -------------------------------------------------------------------------
@@ -468,7 +475,9 @@ class Supervisor:
             for child in list(lane.children):
                 if child.busy:
                     child.kill()
-                    self._salvage(child, release_message=store.REQUEUED_AT_SHUTDOWN)
+                    self._read_unread(child)
+                    if child.busy:
+                        self._salvage(child, release_message=store.REQUEUED_AT_SHUTDOWN)
                     self._retire(child)
 
     def _shutdown_children(self) -> None:
