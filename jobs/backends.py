@@ -130,6 +130,8 @@ class JobsBackend(BaseTaskBackend):
             job_id = int(result_id)
         except (TypeError, ValueError):
             raise TaskResultDoesNotExist(result_id) from None
+        if not 0 < job_id < 2**63:  # a bigint primary key
+            raise TaskResultDoesNotExist(result_id)
         return task_results.load(job_id)
 
     # --- the worker's view ----------------------------------------------------------------

@@ -77,6 +77,18 @@ UPDATE jobs_job AS j
 RETURNING j.id
 """
 
+# The row a django.tasks task's result is built from (``jobs.task_results``), read before
+# each try of a task and by ``get_result``: one primary-key lookup, and whether the job has
+# failed tries, an index-only probe of the foreign key's index on jobs_attempt(job_id). It
+# reads committed rows and locks nothing. JSON goes out as text, parsed by the caller.
+TASK_ROW = """
+SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j.created_at,
+       j.started_at, j.finished_at, j.locked_by, j.result::text,
+       EXISTS (SELECT 1 FROM jobs_attempt AS a WHERE a.job_id = j.id) AS tried
+  FROM jobs_job AS j
+ WHERE j.id = %(id)s
+"""
+
 # --- enqueue, notify and timers -------------------------------------------------------------
 
 # Enqueue of one job. A duplicate active dedupe key inserts nothing and returns no row;

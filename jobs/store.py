@@ -1,7 +1,8 @@
 """The only code that changes a job's status: one function per verb.
 
 enqueue, enqueue_many, enqueue_task, claim, complete, fail, release, heartbeat,
-set_progress, cancel, cancel_if_queued, retry, reap, recover_worker, prune. The worker calls
+set_progress, cancel, cancel_if_queued, retry, reap, recover_worker, prune; and task_row,
+the read a django.tasks task's result is built from. The worker calls
 these; it never writes SQL itself.
 
 Every fenced verb (complete, fail, release, set_progress) applies only while the job is
@@ -311,6 +312,39 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
             ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts)
             for job in claimed
         ]
+
+
+def task_row(job_id: int) -> tuple[Job, bool] | None:
+    """A django.tasks task's row (the fields its result needs) and whether it has failed
+    tries; None when there is no such row. Read before every try of a task, so on
+    PostgreSQL it is one prepared statement."""
+    if _on_postgres():
+        rows = _run_prepared(sql.TASK_ROW, {"id": job_id})
+        if not rows:
+            return None
+        (id_, type_, queue, priority, status, payload, run_at, created_at, started_at, finished_at,
+         locked_by, result, tried) = rows[0]  # fmt: skip
+        job = Job(
+            id=id_,
+            type=type_,
+            queue=queue,
+            priority=priority,
+            status=status,
+            payload=json.loads(payload),
+            run_at=run_at,
+            created_at=created_at,
+            started_at=started_at,
+            finished_at=finished_at,
+            locked_by=locked_by,
+            result=None if result is None else json.loads(result),
+        )
+        job._state.adding = False
+        job._state.db = connection.alias
+        return job, tried
+    found = Job.objects.filter(pk=job_id).first()
+    if found is None:
+        return None
+    return found, JobAttempt.objects.filter(job_id=job_id).exists()
 
 
 def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None = None) -> list[int]:

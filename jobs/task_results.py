@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Exists, OuterRef
 from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
-from jobs import registry, task_types
+from jobs import registry, store, task_types
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
 
@@ -67,14 +66,11 @@ def load(job_id: int, task: Task | None = None) -> TaskResult:
 
     One query, and a second one for the failed tries only when there are any.
     """
-    row = (
-        Job.objects.filter(pk=job_id)
-        .annotate(tried=Exists(JobAttempt.objects.filter(job_id=OuterRef("pk"))))
-        .first()
-    )
-    if row is None:
+    found = store.task_row(job_id)
+    if found is None:
         raise TaskResultDoesNotExist(f"No task result {job_id}: never enqueued, or pruned.")
-    tries = list(JobAttempt.objects.filter(job_id=job_id).order_by("id")) if row.tried else []
+    row, tried = found
+    tries = list(JobAttempt.objects.filter(job_id=job_id).order_by("id")) if tried else []
     return build(row, tries, task if task is not None else _task_of(row))
 
 

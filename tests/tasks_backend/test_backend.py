@@ -21,6 +21,7 @@ from jobs.backends import DEFAULT_POLICY, JobsBackend
 from jobs.models import Job, Priority, Status
 from jobs.registry import DEFAULT_BACKOFF, DEFAULT_BACKOFF_CAP
 from jobs.store import Failure
+from tests.admin_jobs import PAGE, make_operator
 from tests.support.database import raw_connection
 from tests.tasks_backend import tasks
 
@@ -299,7 +300,7 @@ def test_get_result__of_a_pruned_task_does_not_exist():
         default_task_backend.get_result(result.id)
 
 
-@pytest.mark.parametrize("result_id", ["abc", "", "12.5"])
+@pytest.mark.parametrize("result_id", ["abc", "", "12.5", "-3", str(2**63)])
 def test_get_result__of_an_id_that_is_no_number_does_not_exist(result_id):
     with pytest.raises(TaskResultDoesNotExist):
         default_task_backend.get_result(result_id)
@@ -359,3 +360,37 @@ def test_priority__named_priorities_and_django_integers_share_one_claim_order():
 def test_priority__the_page_names_named_priorities_and_shows_a_tasks_own():
     assert Job(priority=Priority.HIGH).priority_name == "high"
     assert Job(priority=-10).priority_name == "10"
+
+
+# --- the page -------------------------------------------------------------------------------
+
+
+def test_page__lists_a_task_by_its_path_shows_its_priority_and_result(client):
+    client.force_login(make_operator())
+    result = tasks.add.using(priority=10).enqueue(2, 3)
+    claimed = claim()
+    store.complete("w1", [(claimed.id, claimed.attempt)], ['{"sum": 5}'])
+
+    listing = client.get(PAGE)
+    assert ADD in listing.text
+    assert f'<a href="?type={ADD}">{ADD}</a>' in listing.text  # the type filter knows the task
+    page = client.get(f"{PAGE}{result.id}/change/")
+    assert page.status_code == 200
+    assert "&quot;sum&quot;: 5" in page.text
+    assert '<div class="readonly">10</div>' in page.text  # its django.tasks priority
+
+
+def test_page__cancel_and_retry_work_on_tasks(client):
+    client.force_login(make_operator())
+    queued = tasks.add.enqueue(1, 2)
+    client.post(f"{PAGE}{queued.id}/cancel/")
+    assert default_task_backend.get_result(queued.id).errors[-1].exception_class is jobs.errors.TaskCancelled
+
+    failing = tasks.always_fails.enqueue()
+    for worker in ("w1", "w2"):
+        claimed = claim(worker)
+        store.fail(worker, claimed.id, claimed.attempt, Failure("RuntimeError", "boom"))
+        Job.objects.filter(pk=claimed.id).update(run_at=timezone.now() - timedelta(seconds=1))
+    assert default_task_backend.get_result(failing.id).status == TaskResultStatus.FAILED
+    client.post(f"{PAGE}{failing.id}/retry/")
+    assert default_task_backend.get_result(failing.id).status == TaskResultStatus.READY

@@ -341,8 +341,7 @@ def test_page__a_task_is_a_job_of_its_module_path_with_retry(start_worker):
 
     job = wait_status(int(failing.id), Status.FAILED)
     assert job.type == "tests.tasks_backend.tasks.always_fails"
-    store.retry(job)  # the page's Retry
-    assert default_task_backend.get_result(failing.id).status == TaskResultStatus.READY
+    store.retry(job)  # the page's Retry (the worker may take it at once: not asserted READY here)
     again = finished(failing)
     assert (again.status, again.attempts) == (TaskResultStatus.FAILED, 4)  # every try is kept
 
