@@ -135,7 +135,12 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # Django logs each task's start and end at INFO whatever the root's level (its
+        # "django" logger is at INFO): LOG_LEVEL decides, as for the worker's own lines.
+        "django.tasks": {"level": env.text("LOG_LEVEL", "INFO")},
+    },
 }
 
 # --- Email pipeline (pipeline/) ----------------------------------------------------------
