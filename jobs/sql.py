@@ -77,16 +77,17 @@ UPDATE jobs_job AS j
 RETURNING j.id
 """
 
-# The row a django.tasks task's result is built from (``jobs.task_results``), read before
-# each try of a task and by ``get_result``: one primary-key lookup, and whether the job has
-# failed tries, an index-only probe of the foreign key's index on jobs_attempt(job_id). It
-# reads committed rows and locks nothing. JSON goes out as text, parsed by the caller.
-TASK_ROW = """
+# The rows django.tasks tasks' results are built from (``jobs.task_results``): a worker's
+# child reads those of a batch before running it, ``get_result`` reads one. Primary-key
+# lookups, and whether each job has failed tries, an index-only probe of the foreign key's
+# index on jobs_attempt(job_id). It reads committed rows and locks nothing. JSON goes out
+# as text, parsed by the caller.
+TASK_ROWS = """
 SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j.created_at,
        j.started_at, j.finished_at, j.locked_by, j.result::text,
        EXISTS (SELECT 1 FROM jobs_attempt AS a WHERE a.job_id = j.id) AS tried
   FROM jobs_job AS j
- WHERE j.id = %(id)s
+ WHERE j.id = ANY(%(ids)s::bigint[])
 """
 
 # --- enqueue, notify and timers -------------------------------------------------------------

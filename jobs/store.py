@@ -1,8 +1,8 @@
 """The only code that changes a job's status: one function per verb.
 
 enqueue, enqueue_many, enqueue_task, claim, complete, fail, release, heartbeat,
-set_progress, cancel, cancel_if_queued, retry, reap, recover_worker, prune; and task_row,
-the read a django.tasks task's result is built from. The worker calls
+set_progress, cancel, cancel_if_queued, retry, reap, recover_worker, prune; and task_rows,
+the read django.tasks tasks' results are built from. The worker calls
 these; it never writes SQL itself.
 
 Every fenced verb (complete, fail, release, set_progress) applies only while the job is
@@ -314,16 +314,18 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         ]
 
 
-def task_row(job_id: int) -> tuple[Job, bool] | None:
-    """A django.tasks task's row (the fields its result needs) and whether it has failed
-    tries; None when there is no such row. Read before every try of a task, so on
-    PostgreSQL it is one prepared statement."""
-    if _on_postgres():
-        rows = _run_prepared(sql.TASK_ROW, {"id": job_id})
-        if not rows:
-            return None
-        (id_, type_, queue, priority, status, payload, run_at, created_at, started_at, finished_at,
-         locked_by, result, tried) = rows[0]  # fmt: skip
+def task_rows(job_ids: Sequence[int]) -> dict[int, tuple[Job, bool]]:
+    """django.tasks tasks' rows (the fields their results need), each with whether it has
+    failed tries, by id; ids without a row are left out. A worker reads them before every
+    try of a task, so on PostgreSQL it is one prepared statement for a whole batch."""
+    if not job_ids:
+        return {}
+    if not _on_postgres():
+        tried = set(JobAttempt.objects.filter(job_id__in=job_ids).values_list("job_id", flat=True))
+        return {job.pk: (job, job.pk in tried) for job in Job.objects.filter(pk__in=job_ids)}
+    found = {}
+    for (id_, type_, queue, priority, status, payload, run_at, created_at, started_at, finished_at,
+         locked_by, result, tried) in _run_prepared(sql.TASK_ROWS, {"ids": list(job_ids)}):  # fmt: skip
         job = Job(
             id=id_,
             type=type_,
@@ -340,11 +342,8 @@ def task_row(job_id: int) -> tuple[Job, bool] | None:
         )
         job._state.adding = False
         job._state.db = connection.alias
-        return job, tried
-    found = Job.objects.filter(pk=job_id).first()
-    if found is None:
-        return None
-    return found, JobAttempt.objects.filter(job_id=job_id).exists()
+        found[id_] = (job, tried)
+    return found
 
 
 def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None = None) -> list[int]:

@@ -61,12 +61,25 @@ def enqueued(task: Task, job: Job) -> TaskResult:
     )
 
 
+# Rows read ahead for the tasks of the batch a worker's child is about to run: by id.
+_prefetched: dict[int, tuple[Job, bool]] = {}
+
+
+def prefetch(job_ids: list[int]) -> None:
+    """Read the rows of these tasks in one statement, for their ``load`` to take: a child
+    does this before each batch, since every try needs its row. Nobody else changes a
+    claimed task's row while the batch runs, so what is read here stays true."""
+    _prefetched.clear()
+    _prefetched.update(store.task_rows(job_ids))
+
+
 def load(job_id: int, task: Task | None = None) -> TaskResult:
-    """The task result of job ``job_id``, read now (``task``: its task, if already known).
+    """The task result of job ``job_id`` (``task``: its task, if already known), from the
+    rows read ahead for its batch or read now.
 
     One query, and a second one for the failed tries only when there are any.
     """
-    found = store.task_row(job_id)
+    found = _prefetched.pop(job_id, None) or store.task_rows([job_id]).get(job_id)
     if found is None:
         raise TaskResultDoesNotExist(f"No task result {job_id}: never enqueued, or pruned.")
     row, tried = found

@@ -8,12 +8,14 @@ two processes tell each other is in ``jobs.worker.messages``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import signal
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
@@ -23,10 +25,21 @@ from jobs import registry
 from jobs.context import JobContext
 from jobs.errors import PermanentError, UnknownJobType
 from jobs.worker import messages
-from jobs.worker.messages import CURRENT, STARTED, FromChild, JobFailed, JobReturned, SharedState, Stop
+from jobs.worker.messages import (
+    CURRENT,
+    STARTED,
+    FromChild,
+    JobFailed,
+    JobFields,
+    JobReturned,
+    SharedState,
+    Stop,
+)
 
 if TYPE_CHECKING:
     from jobs.store import Failure
+
+logger = logging.getLogger("jobs.worker")
 
 
 def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int) -> None:
@@ -46,6 +59,7 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
             return  # the supervisor is gone
         if isinstance(message, Stop):
             return
+        _read_task_rows(message.jobs)
         for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
@@ -60,6 +74,21 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
         close_old_connections()
         if not _send(conn, messages.BATCH_DONE):
             return
+
+
+def _read_task_rows(jobs: Sequence[JobFields]) -> None:
+    """Read the rows of the batch's django.tasks tasks in one statement (each try's
+    TaskResult is built from its row) rather than one statement per task. If it fails,
+    each task reads its own row, and a failure there is that task's."""
+    ids = [job[0] for job in jobs if not registry.declared(job[1])]
+    if not ids:
+        return
+    from jobs import task_results
+
+    try:
+        task_results.prefetch(ids)
+    except Exception:  # noqa: BLE001 - never the child's end: each task tries again alone
+        logger.warning("Could not read the rows of tasks %s ahead of their batch.", ids, exc_info=True)
 
 
 def _exit_with(supervisor_pid: int) -> None:
