@@ -18,6 +18,7 @@ from django.dispatch import receiver
 from django.tasks import TaskContext, task
 from django.tasks.signals import task_enqueued, task_finished, task_started
 
+from jobs import PermanentError
 from tests.jobs_app.models import Execution
 
 
@@ -72,6 +73,12 @@ def flaky(context: TaskContext, fail_times: int, signal_log: str = "") -> int:
 @task
 def always_fails(signal_log: str = "") -> None:
     raise ComplexError(7, {"why": ["nested", {"deep": True}]})
+
+
+@task
+def refuses() -> None:
+    """The one piece of the engine a task may use: an error that is not worth retrying."""
+    raise PermanentError("This input can never work.")
 
 
 @task

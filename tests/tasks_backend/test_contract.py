@@ -26,7 +26,7 @@ from django.tasks.exceptions import TaskResultDoesNotExist
 from django.utils import timezone
 
 from jobs import store
-from jobs.errors import InvalidReturnValue, JobTimeout, UnknownJobType
+from jobs.errors import InvalidReturnValue, JobTimeout, PermanentError, UnknownJobType
 from jobs.models import Job, Status, Worker
 from tests.jobs_app.models import Execution
 from tests.support.database import raw_connection
@@ -172,6 +172,7 @@ def test_failing_task__is_retried_by_the_backends_policy_and_keeps_each_error(st
     start_worker("--concurrency", "2", "--name", "retries")
     flaky = tasks.flaky.enqueue(1)
     failing = tasks.always_fails.enqueue()  # its own budget: 2 attempts
+    refused = tasks.refuses.enqueue()  # raises jobs.PermanentError
 
     recovered = finished(flaky)
     assert (recovered.status, recovered.return_value, recovered.attempts) == (
@@ -194,6 +195,10 @@ def test_failing_task__is_retried_by_the_backends_policy_and_keeps_each_error(st
     assert failed.errors[-1].traceback.rstrip().endswith("tests.tasks_backend.tasks.ComplexError: code 7")
     with pytest.raises(ValueError, match="Task failed"):
         _ = failed.return_value
+
+    permanent = finished(refused)
+    assert (permanent.status, permanent.attempts) == (TaskResultStatus.FAILED, 1)
+    assert [error.exception_class for error in permanent.errors] == [PermanentError]
 
 
 def test_timeout__a_tasks_own_timeout_stops_each_try(start_worker):
