@@ -38,17 +38,20 @@ def declared() -> list[str]:
 
 
 def import_task(path: str) -> Task:
-    """The task a module path names; UnknownJobType, saying why, when there is none."""
+    """The task a module path names; UnknownJobType, saying why, when there is none (the
+    path is also not a declared job type's name, or it would not be asked)."""
+    unknown = f"Unknown job type {path!r}: no job type is declared under that name, and"
     if "." not in path or path.startswith("__main__."):
-        raise UnknownJobType(f"{path!r} is not the module path of a django.tasks task.")
+        raise UnknownJobType(f"{unknown} it is not the module path of a django.tasks task.")
     try:
         found = import_string(path)
     except Exception as exc:  # noqa: BLE001 - whatever importing the task's module raises
         raise UnknownJobType(
-            f"Task {path} cannot be imported ({type(exc).__name__}: {exc}); was it moved or renamed?"
+            f"{unknown} no django.tasks task can be imported from it ({type(exc).__name__}: {exc}); "
+            "was it moved or renamed?"
         ) from exc
     if not isinstance(found, Task):
-        raise UnknownJobType(f"{path} is a {type(found).__name__}, not a django.tasks task.")
+        raise UnknownJobType(f"{unknown} it names a {type(found).__name__}, not a django.tasks task.")
     return found
 
 
@@ -62,8 +65,8 @@ def resolve(path: str) -> JobType:
         backend = task.get_backend()
         if not isinstance(backend, JobsBackend):
             raise UnknownJobType(
-                f"Task {path} uses the task backend {task.backend!r} ({type(backend).__name__}), "
-                "not jobs.backends.JobsBackend."
+                f"Unknown job type {path!r}: the task uses the task backend {task.backend!r} "
+                f"({type(backend).__name__}), not jobs.backends.JobsBackend."
             )
         job_type = _resolved[path] = backend.job_type(task)
     return job_type

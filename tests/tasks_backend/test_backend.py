@@ -320,12 +320,14 @@ def test_get_result__of_a_task_whose_path_no_longer_imports_says_why():
         priority=0,
         max_attempts=1,
     )
-    with pytest.raises(TaskResultDoesNotExist, match="cannot be imported \\(ModuleNotFoundError"):
+    with pytest.raises(
+        TaskResultDoesNotExist, match="no django.tasks task can be imported from it \\(ModuleNotFoundError"
+    ):
         default_task_backend.get_result(str(job.pk))
 
 
 def test_resolve__a_path_that_is_not_a_task_is_an_unknown_type():
-    with pytest.raises(jobs.UnknownJobType, match="os.path.join is a function, not a django.tasks task"):
+    with pytest.raises(jobs.UnknownJobType, match="it names a function, not a django.tasks task"):
         task_types.resolve("os.path.join")
     with pytest.raises(jobs.UnknownJobType, match="not the module path"):
         task_types.resolve("__main__.add")

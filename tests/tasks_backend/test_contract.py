@@ -269,7 +269,8 @@ def test_missing_task_path__fails_that_task_for_good_and_the_child_carries_on(st
     assert (failed.status, failed.attempts) == (TaskResultStatus.FAILED, 1)
     (error,) = failed.errors
     assert error.exception_class is UnknownJobType
-    assert "Task vanishing_tasks.gone cannot be imported (ModuleNotFoundError" in error.traceback
+    assert "no django.tasks task can be imported from it (ModuleNotFoundError" in error.traceback
+    assert "Unknown job type 'vanishing_tasks.gone'" in error.traceback
     finished(after)
     # The same child process ran the tasks before and after: it never crashed.
     assert Execution.objects.filter(job_id=int(before.id)).get().pid == (
