@@ -1,8 +1,9 @@
 """The child process: runs jobs one at a time for its supervisor, so a crash fails one job.
 
 It waits for a batch (one job for slow types, a few for very short ones), runs the jobs in
-order, reports each failure at once and the end of the batch, and waits again. What the
-two processes tell each other is in ``jobs.worker.messages``.
+order, reports each failure (and each django.tasks task's result) at once and the end of the
+batch, and waits again. What the two processes tell each other is in
+``jobs.worker.messages``.
 """
 
 from __future__ import annotations
