@@ -151,7 +151,10 @@ def _failure(exc: BaseException, *, retryable: bool) -> Failure:
 
     cls = type(exc)
     name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-    return Failure(name, str(exc), traceback.format_exc(), retryable)
+    # PostgreSQL's text columns refuse NUL: written as is, the supervisor could not record
+    # the failure at all.
+    message, trace = (text.replace("\x00", "\\x00") for text in (str(exc), traceback.format_exc()))
+    return Failure(name, message, trace, retryable)
 
 
 class ProgressReporter:

@@ -86,12 +86,25 @@ class TaskRunner:
         if value is None:
             return None
         try:
-            return json.dumps(normalize_json(value), allow_nan=False)
+            normalized = normalize_json(value)
+            if _has_nul(normalized):
+                raise ValueError("PostgreSQL's JSON cannot hold a NUL character (\\u0000)")
+            return json.dumps(normalized, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise InvalidReturnValue(
                 f"Task {self.task.module_path} returned a {type(value).__name__}, which cannot be "
                 f"stored as JSON: {exc}"
             ) from exc
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
 
 
 def _event_loop() -> asyncio.AbstractEventLoop:

@@ -333,6 +333,18 @@ def test_resolve__a_path_that_is_not_a_task_is_an_unknown_type():
         task_types.resolve("__main__.add")
 
 
+@pytest.mark.parametrize(
+    "value, reason",
+    [({1, 2}, "Unsupported type"), (float("nan"), "Out of range float"), ({"x": ["a\x00"]}, "NUL")],
+    ids=["set", "nan", "nul"],
+)
+def test_return_value__that_cannot_be_stored_is_an_invalid_return_value(value, reason):
+    runner = default_task_backend.job_type(tasks.add).func
+    with pytest.raises(jobs.errors.InvalidReturnValue, match=reason):
+        runner._encode(value)
+    assert runner._encode({"é": (1, None)}) == '{"\\u00e9": [1, null]}'
+
+
 # --- priority -------------------------------------------------------------------------------
 
 
