@@ -1,4 +1,5 @@
-"""Our engine against Procrastinate, django-tasks-db and the bare-psycopg floor, in one sitting.
+"""Our engine against Procrastinate, django-tasks-db and the bare-psycopg floor, in one sitting;
+and our engine through django.tasks next to django-tasks-db through django.tasks.
 
     .venv/bin/python -m bench.compare                      # everything: 5,000 jobs, 3 runs
     .venv/bin/python -m bench.compare --only ours --only procrastinate --jobs 1000 --runs 1
@@ -11,6 +12,13 @@ The same workload for every system, each run on its own database:
 - idle wake-up: one idle worker, 200 jobs enqueued one by one 20 ms apart, ms from the
   enqueue call to the job's start, p50 and p95;
 - bulk enqueue: the library's bulk API on 5,000 jobs, jobs/s ("none" if it has none).
+
+"ours" uses the engine's own API (``enqueue_many``, ``@job`` types); "ours-tasks" is the same
+engine as a ``django.tasks`` backend, on the very ``@task`` module django-tasks-db runs
+(bench/peers/task_functions.py, enqueued with ``Task.enqueue`` one by one in one
+transaction): "ours-tasks / django-tasks-db" is the like-for-like ratio. django-tasks-db
+0.13 on Django 6.1 runs on the built-in ``django.tasks`` (not its own ``django_tasks``
+package), so both sides use the same API.
 
 Every figure is the median of --runs runs (min–max). The runs go round-robin (round 1 runs
 every system once, then round 2, ...) so that a burst of load on the shared machine hits all
@@ -37,7 +45,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.lib.comparison import SYSTEMS, log, peers_venv, run_rounds, table
+from bench.lib.comparison import OURS, SYSTEMS, log, peers_venv, run_rounds, table
 
 
 def main() -> None:
@@ -62,7 +70,7 @@ def main() -> None:
         args.timeout = max(300, args.jobs / 10)
     wanted = [system for system in SYSTEMS if system in (args.only or SYSTEMS)]
 
-    if any(system != "ours" for system in wanted):
+    if any(system not in OURS for system in wanted):
         peers_venv()
     started = datetime.now(UTC)
     log(f"load average at start: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")

@@ -35,7 +35,7 @@ QUEUES = "ARRAY['default', 'ingestion', 'ai', 'mail']"
 FINISHED = f"""
 INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
                       created_at, finished_at, progress_message, error, message)
-SELECT 'test.noop', ({QUEUES})[1 + g %% 4], 2,
+SELECT 'test.noop', ({QUEUES})[1 + g %% 4], 0,
        CASE WHEN g %% 100 = 7 THEN 'failed' ELSE 'succeeded' END, '{{}}',
        now() - interval '1 day', 1, 3, now() - interval '1 day',
        now() - (%(n)s - g) * (interval '1 day' / %(n)s), '', '', ''
@@ -45,7 +45,7 @@ SELECT 'test.noop', ({QUEUES})[1 + g %% 4], 2,
 ACTIVE = f"""
 INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
                       created_at, heartbeat_at, locked_by, progress_message, error, message)
-SELECT 'test.noop', ({QUEUES})[1 + g %% 4], g %% 4,
+SELECT 'test.noop', ({QUEUES})[1 + g %% 4], (ARRAY[-100, -50, 0, 50])[1 + g %% 4],
        CASE WHEN g <= 200 THEN 'running' ELSE 'queued' END, '{{}}',
        now() - (g %% 600) * interval '1 second', (g <= 200)::int, 3, now(),
        CASE WHEN g <= 200 THEN now() END, CASE WHEN g <= 200 THEN 'bench:' || g %% 20 END, '', '', ''

@@ -7,6 +7,7 @@ folder under ``var/``, the local rules classifier and the local digest. Producti
 """
 
 from pathlib import Path
+from typing import Any
 
 from config import env
 
@@ -138,6 +139,10 @@ JOBS_METRICS_WINDOW = env.number("JOBS_METRICS_WINDOW", 300.0, minimum=1.0)
 # scrape needs both. A bearer token, and/or client addresses or networks (REMOTE_ADDR).
 JOBS_METRICS_TOKEN = env.text("JOBS_METRICS_TOKEN", "")
 JOBS_METRICS_ALLOWED_IPS = env.networks("JOBS_METRICS_ALLOWED_IPS")
+# django.tasks runs on the engine: any @task is a job on `runworker` (jobs/backends.py).
+TASKS: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "jobs.backends.JobsBackend", "QUEUES": ["default"]}
+}
 AWS_REGION = env.text("AWS_REGION", "eu-central-1")
 AWS_ENDPOINT_URL = env.text("AWS_ENDPOINT_URL", "")
 
@@ -157,7 +162,12 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # Django logs each task's start and end at INFO whatever the root's level (its
+        # "django" logger is at INFO): LOG_LEVEL decides, as for the worker's own lines.
+        "django.tasks": {"level": env.text("LOG_LEVEL", "INFO")},
+    },
 }
 
 # --- Email pipeline (pipeline/) ----------------------------------------------------------

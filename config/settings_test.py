@@ -1,11 +1,26 @@
-"""Settings for the test suite: PostgreSQL and the test-only job types."""
+"""Settings for the test suite: PostgreSQL, the test-only job types and tasks."""
 
 import os
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jobplatform")
 
 from config.settings import *  # noqa: E402,F403
-from config.settings import INSTALLED_APPS  # noqa: E402
+from config.settings import INSTALLED_APPS, TASKS  # noqa: E402
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobs_app"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tasks (tests/tasks_backend/) on the default queue and on one that no job type uses, retried
+# at once; one task with a budget and a timeout of its own.
+TASKS = {
+    "default": {
+        **TASKS["default"],
+        "QUEUES": ["default", "reports"],
+        "OPTIONS": {
+            "backoff": [0.1],
+            "tasks": {
+                "tests.tasks_backend.tasks.always_fails": {"attempts": 2},
+                "tests.tasks_backend.tasks.sleepy": {"attempts": 2, "timeout": 0.5},
+            },
+        },
+    }
+}

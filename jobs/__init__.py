@@ -33,6 +33,9 @@ Asking about the jobs of a key (the type's key fields, never the key itself):
     Email.objects.filter(~jobs.has_active_job("email.process", email_id=OuterRef("pk")))
     jobs.cancel_if_queued("email.process", email_id=7)    # a running one is left alone
 
+Django's own task API runs on the engine too, without any of this: ``@task`` functions
+with ``TASKS = {"default": {"BACKEND": "jobs.backends.JobsBackend"}}`` (``jobs.backends``).
+
 Django imports this package before any model can load, so what needs the models (the
 ``Job`` model, ``@job``, which registers into the model-backed registry) is imported on
 first use; the functions import the engine's modules when called.

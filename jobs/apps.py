@@ -11,6 +11,9 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from jobs.conf import fill_in_defaults
+
+        fill_in_defaults()
         from jobs import checks  # noqa: F401 - registers the engine's system check
 
         autodiscover_modules("tasks")

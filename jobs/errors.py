@@ -49,6 +49,10 @@ class WorkerCrashed(RetryableError):
     """The child process running the job died."""
 
 
+class WorkerLost(RetryableError):
+    """The worker running the job stopped answering; the reaper took the job back."""
+
+
 class UnknownJobType(JobError, LookupError):
     """No job type is registered under this name."""
 
@@ -63,3 +67,18 @@ class InvalidTransition(JobError):
 
 class FencedOff(JobError):
     """This try no longer holds the job (the reaper took it back): its result is not written."""
+
+
+# --- django.tasks tasks (jobs.backends) --------------------------------------------------
+
+
+class InvalidTaskArguments(PermanentError, TypeError):
+    """The task's arguments do not fit its function's signature."""
+
+
+class InvalidReturnValue(PermanentError, TypeError):
+    """The task returned a value that is not JSON-serialisable, so it cannot be stored."""
+
+
+class TaskCancelled(JobError):
+    """The task was cancelled before it ran."""

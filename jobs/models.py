@@ -25,12 +25,18 @@ ACTIVE = (Status.QUEUED, Status.RUNNING)
 
 
 class Priority(models.IntegerChoices):
-    """Stored as small integers so the claim index sorts them; lower runs first."""
+    """Stored as small integers so the claim index sorts them; lower runs first.
 
-    CRITICAL = 0, "critical"
-    HIGH = 1, "high"
-    NORMAL = 2, "normal"
-    LOW = 3, "low"
+    The column holds minus a ``django.tasks`` priority (-100..100, higher first, 0 by
+    default), and the named priorities sit on the same scale: critical = 100, high = 50,
+    normal = 0, low = -50 in Django's terms. So a ``@task(priority=75)`` runs after
+    critical jobs and before high ones, and both kinds order one queue in one index.
+    """
+
+    CRITICAL = -100, "critical"
+    HIGH = -50, "high"
+    NORMAL = 0, "normal"
+    LOW = 50, "low"
 
     @classmethod
     def named(cls, name: str) -> Priority:
@@ -47,7 +53,9 @@ PRIORITIES: Mapping[str, int] = {member.label: member.value for member in Priori
 class Job(models.Model):
     type = models.CharField(max_length=100)
     queue = models.CharField(max_length=50)
-    priority = models.SmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
+    # A named priority or minus a django.tasks priority (see Priority): no choices, since
+    # any whole number from -100 to 100 is valid.
+    priority = models.SmallIntegerField(default=Priority.NORMAL)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     payload = models.JSONField(default=dict, blank=True)
     # NULL, not "": the partial unique index ignores jobs without a key.
@@ -64,6 +72,8 @@ class Job(models.Model):
     progress_message = models.CharField(max_length=500, blank=True, default="")
     error = models.TextField(blank=True, default="")
     message = models.CharField(max_length=200, blank=True, default="")
+    # What a django.tasks task returned (JSON); NULL for jobs and for tasks that returned None.
+    result = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "jobs_job"
@@ -134,7 +144,10 @@ class Job(models.Model):
 
     @property
     def priority_name(self) -> str:
-        return Priority(self.priority).label
+        """The name of a named priority, else the django.tasks priority it stores."""
+        if self.priority in Priority.values:
+            return Priority(self.priority).label
+        return str(-self.priority)
 
     @property
     def duration(self) -> timedelta | None:

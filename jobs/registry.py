@@ -4,7 +4,8 @@ when enqueued and when run.
 
 Types are declared with ``@job`` (``jobs.declare``) in each installed app's ``tasks``
 module, imported at start-up (``JobsConfig.ready``) the way ``admin.py`` is, so an app adds
-job types without touching the engine.
+job types without touching the engine. ``django.tasks`` tasks are not declared here: a
+worker finds one by its module path (``lookup``, ``jobs.task_types``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class JobType:
     dedupe: KeyTemplate | None = None
     # The handler and the job's completion in one database transaction (jobs.worker.child).
     atomic: bool = False
+    # The handler returns its result as JSON text, to be stored on the row (a django.tasks
+    # task: ``jobs.task_types``); a job handler's return value is ignored.
+    keeps_result: bool = False
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -97,9 +101,31 @@ def get(name: str) -> JobType:
         raise UnknownJobType(f"Unknown job type {name!r}; is it declared in a tasks module?") from None
 
 
+def declared(name: str) -> bool:
+    return name in _registry
+
+
+def lookup(name: str) -> JobType:
+    """The type of a job row, as a worker finds it: a declared type, or else a
+    ``django.tasks`` task, named by its module path, enqueued through ``jobs.backends``.
+
+    Raises UnknownJobType when it is neither (a path that no longer imports, say).
+    """
+    try:
+        return _registry[name]
+    except KeyError:
+        from jobs import task_types  # imports django.tasks only where tasks are run
+
+        return task_types.resolve(name)
+
+
 def all_types() -> list[JobType]:
     return sorted(_registry.values(), key=lambda job_type: job_type.name)
 
 
 def queues() -> list[str]:
-    return sorted({job_type.queue for job_type in _registry.values()})
+    """Every queue a worker serves by default: the declared types' and the ``QUEUES`` of
+    each ``jobs.backends.JobsBackend`` in ``TASKS``."""
+    from jobs import task_types
+
+    return sorted({job_type.queue for job_type in _registry.values()} | task_types.queues())

@@ -63,6 +63,33 @@ UPDATE jobs_job AS j
 RETURNING j.id
 """
 
+# COMPLETE for jobs that return a result (django.tasks tasks, ``jobs.backends``): the same
+# fence and the same lookup by position, plus each job's result (JSON text) stored with it.
+# Jobs without a result never take this statement, so the common acknowledgement above
+# carries no result column at all.
+COMPLETE_WITH_RESULTS = """
+UPDATE jobs_job AS j
+   SET status = 'succeeded', finished_at = now(), progress = 100, error = '',
+       result = ((%(results)s::text[])[array_position(%(ids)s::bigint[], j.id)])::jsonb
+ WHERE j.id = ANY(%(ids)s::bigint[])
+   AND j.attempts = (%(attempts)s::int[])[array_position(%(ids)s::bigint[], j.id)]
+   AND j.status = 'running' AND j.locked_by = %(worker)s
+RETURNING j.id
+"""
+
+# The rows django.tasks tasks' results are built from (``jobs.task_results``): a worker's
+# child reads those of a batch before running it, ``get_result`` reads one. Primary-key
+# lookups, and whether each job has failed tries, an index-only probe of the foreign key's
+# index on jobs_attempt(job_id). It reads committed rows and locks nothing. JSON goes out
+# as text, parsed by the caller.
+TASK_ROWS = """
+SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j.created_at,
+       j.started_at, j.finished_at, j.locked_by, j.result::text,
+       EXISTS (SELECT 1 FROM jobs_attempt AS a WHERE a.job_id = j.id) AS tried
+  FROM jobs_job AS j
+ WHERE j.id = ANY(%(ids)s::bigint[])
+"""
+
 # --- enqueue, notify and timers -------------------------------------------------------------
 
 # Enqueue of one job. A duplicate active dedupe key inserts nothing and returns no row;

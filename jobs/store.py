@@ -1,8 +1,9 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, claim, complete, complete_in_transaction, fail, reschedule, release,
-heartbeat, set_progress, cancel, cancel_if_queued, retry, reap, recover_worker, prune. The
-worker calls these; it never writes SQL itself.
+enqueue, enqueue_many, enqueue_task, claim, complete, complete_in_transaction, fail,
+reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, reap,
+recover_worker, prune; and task_rows, the read django.tasks tasks' results are built from.
+The worker calls these; it never writes SQL itself.
 
 Every fenced verb (complete, complete_in_transaction, fail, reschedule, release,
 set_progress) applies only while the job is still running under the same worker and
@@ -150,6 +151,33 @@ def enqueue(
     raise IntegrityError(f"Could not enqueue {type_name} with dedupe key {dedupe_key!r}.")
 
 
+def enqueue_task(
+    type_name: str,
+    payload: dict[str, Any],
+    *,
+    queue: str,
+    priority: int,
+    max_attempts: int,
+    run_at: datetime | None = None,
+) -> Job:
+    """Add a django.tasks task (``jobs.backends``) in the caller's transaction, as
+    ``enqueue`` adds a job: its type is the task's module path, its queue and priority (on
+    the stored scale, see ``Priority``) the task's own; tasks have no dedupe key."""
+    fields: dict[str, Any] = {
+        "type": type_name,
+        "queue": queue,
+        "priority": priority,
+        "payload": payload,
+        "max_attempts": max_attempts,
+        "dedupe_key": None,
+    }
+    if run_at is not None:
+        fields["run_at"] = run_at
+    job = _insert_one(fields, _payload_text(payload))
+    assert job is not None, "only a dedupe key can make an insert a no-op"
+    return job
+
+
 def _insert_one(fields: dict[str, Any], payload_text: str) -> Job | None:
     """Insert one job; None when an active job already holds its dedupe key."""
     if _on_postgres():
@@ -287,26 +315,62 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         ]
 
 
-def complete(worker: str, done: Sequence[tuple[int, int]]) -> list[int]:
+def task_rows(job_ids: Sequence[int]) -> dict[int, tuple[Job, bool]]:
+    """django.tasks tasks' rows (the fields their results need), each with whether it has
+    failed tries, by id; ids without a row are left out. A worker reads them before every
+    try of a task, so on PostgreSQL it is one prepared statement for a whole batch."""
+    if not job_ids:
+        return {}
+    if not _on_postgres():
+        tried = set(JobAttempt.objects.filter(job_id__in=job_ids).values_list("job_id", flat=True))
+        return {job.pk: (job, job.pk in tried) for job in Job.objects.filter(pk__in=job_ids)}
+    found = {}
+    for (id_, type_, queue, priority, status, payload, run_at, created_at, started_at, finished_at,
+         locked_by, result, tried) in _run_prepared(sql.TASK_ROWS, {"ids": list(job_ids)}):  # fmt: skip
+        job = Job(
+            id=id_,
+            type=type_,
+            queue=queue,
+            priority=priority,
+            status=status,
+            payload=json.loads(payload),
+            run_at=run_at,
+            created_at=created_at,
+            started_at=started_at,
+            finished_at=finished_at,
+            locked_by=locked_by,
+            result=None if result is None else json.loads(result),
+        )
+        job._state.adding = False
+        job._state.db = connection.alias
+        found[id_] = (job, tried)
+    return found
+
+
+def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None = None) -> list[int]:
     """Mark ``(job id, attempt)`` pairs succeeded; returns the ids that applied.
 
-    Ids missing from the result were no longer running under this worker and attempt:
-    their late result is dropped and logged.
+    ``results``, one per pair, is what each job returned as JSON text (django.tasks tasks
+    do; see ``jobs.backends``), stored with it. Ids missing from the result were no longer
+    running under this worker and attempt: their late result is dropped and logged.
     """
     if not done:
         return []
     ids = [job_id for job_id, _ in done]
     if _on_postgres():
-        rows = _run_prepared(
-            sql.COMPLETE, {"ids": ids, "attempts": [attempt for _, attempt in done], "worker": worker}
-        )
+        params: dict[str, Any] = {"ids": ids, "attempts": [attempt for _, attempt in done], "worker": worker}
+        if results is None:
+            rows = _run_prepared(sql.COMPLETE, params)
+        else:
+            rows = _run_prepared(sql.COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
         applied = [row[0] for row in rows]
     else:
         applied = []
         with transaction.atomic():
-            for job_id, attempt in done:
+            for index, (job_id, attempt) in enumerate(done):
+                stored = {} if results is None else {"result": json.loads(results[index])}
                 if _fenced(worker, job_id, attempt).update(
-                    status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
+                    status=Status.SUCCEEDED, finished_at=Now(), progress=100, error="", **stored
                 ):
                     applied.append(job_id)
     if len(applied) != len(done):
@@ -354,7 +418,7 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
             logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
             return None
         try:
-            job_type: registry.JobType | None = registry.get(job.type)
+            job_type: registry.JobType | None = registry.lookup(job.type)
         except UnknownJobType:
             job_type = None
         now = timezone.now()

@@ -31,10 +31,14 @@ REQUIREMENTS = BENCH / "requirements-peers.txt"
 LIMIT_PROBE = Path(os.environ.get("LIMIT_PROBE", ROOT.parent / "shared" / "bench" / "limit_probe.py"))
 OUR_DATABASE_URL = os.environ.get("COMPARE_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jp_compare")
 
-SYSTEMS = ["ours", "procrastinate", "django-tasks-db", "floor"]
+SYSTEMS = ["ours", "ours-tasks", "procrastinate", "django-tasks-db", "floor"]
+OURS = {"ours", "ours-tasks"}  # run in the project venv; the others in bench/.peers-venv
+# Like-for-like pairs quoted besides "ours / every other": the same API on both sides.
+PAIRS = [("ours-tasks", "django-tasks-db")]
 # Each harness runs as a module from the project root, in its own venv.
 HARNESSES = {
     "ours": (PROJECT_PYTHON, "bench.peers.ours_bench"),
+    "ours-tasks": (PROJECT_PYTHON, "bench.peers.ours_tasks_bench"),
     "procrastinate": (PEERS_PYTHON, "bench.peers.procrastinate_bench"),
     "django-tasks-db": (PEERS_PYTHON, "bench.peers.django_tasks_db_bench"),
 }
@@ -112,7 +116,7 @@ def harness(system: str, args: argparse.Namespace) -> dict:
     """One run of a system's harness (``--runs 1``)."""
     python, module = HARNESSES[system]
     env = {**os.environ}
-    if system == "ours":
+    if system in OURS:
         env["DATABASE_URL"] = OUR_DATABASE_URL
     command = [str(python), "-m", module, "--runs", "1", "--jobs", str(args.jobs)]
     command += ["--samples", str(args.samples)]
@@ -206,8 +210,9 @@ def ms(value: float | None) -> str:
 def label(result: dict) -> str:
     if result["system"] == "floor":
         return "floor (limit_probe)"
-    if result["system"] == "ours":
-        return f"ours ({result['version']})" if result["version"] else "ours"
+    if result["system"] in OURS:
+        name = "ours via django.tasks" if result["system"] == "ours-tasks" else "ours"
+        return f"{name} ({result['version']})" if result["version"] else name
     return f"{result['system']} {result['version']}"
 
 
@@ -224,7 +229,7 @@ def table(results: dict[str, dict], args: argparse.Namespace, started: datetime,
         "",
     ]
     header = (
-        f"{'system':<26} {'drain jobs/s':>24}   {'wake-up p50 / p95 ms':>20}   {'bulk enqueue jobs/s':>26}"
+        f"{'system':<30} {'drain jobs/s':>24}   {'wake-up p50 / p95 ms':>20}   {'bulk enqueue jobs/s':>26}"
     )
     lines += [header, "-" * len(header)]
     for system in SYSTEMS:
@@ -233,23 +238,23 @@ def table(results: dict[str, dict], args: argparse.Namespace, started: datetime,
         result = results[system]
         wake = f"{ms(median(result['p50']))} / {ms(median(result['p95']))}"
         bulk = "–" if system == "floor" else spread(result["bulk"])
-        lines.append(f"{label(result):<26} {spread(result['drain']):>24}   {wake:>20}   {bulk:>26}")
+        lines.append(f"{label(result):<30} {spread(result['drain']):>24}   {wake:>20}   {bulk:>26}")
     lines.append("")
     for system in SYSTEMS:
         if system in results:
             lines.append(f"  {system}: {results[system]['setup']}")
-    ours = results.get("ours")
-    others = [system for system in SYSTEMS if system != "ours" and system in results]
-    if ours and others:
+    pairs = [("ours", system) for system in SYSTEMS if system not in OURS] + PAIRS
+    pairs = [(mine, other) for mine, other in pairs if mine in results and other in results]
+    if pairs:
         lines += [
             "",
             "ratios ours / other (drain, bulk: above 1 = ours faster; wake-up: below 1 = ours starts sooner)",
-            f"{'':<26} {'drain':>8} {'wake p50':>9} {'wake p95':>9} {'bulk':>8}",
+            f"{'':<34} {'drain':>8} {'wake p50':>9} {'wake p95':>9} {'bulk':>8}",
         ]
-        for system in others:
-            other = results[system]
+        for mine, system in pairs:
+            ours, other = results[mine], results[system]
             lines.append(
-                f"{'ours / ' + system:<26} "
+                f"{mine + ' / ' + system:<34} "
                 f"{ratio(median(ours['drain']), median(other['drain'])):>8} "
                 f"{ratio(median(ours['p50']), median(other['p50']), 3):>9} "
                 f"{ratio(median(ours['p95']), median(other['p95']), 3):>9} "

@@ -104,7 +104,7 @@ def commit_floor(count: int) -> float:
         for _ in range(count):
             raw.execute(
                 "INSERT INTO jobs_job (type, queue, priority, status, payload, attempts, max_attempts,"
-                " progress_message, error, message) VALUES ('test.noop', 'default', 2, 'queued', '{}',"
+                " progress_message, error, message) VALUES ('test.noop', 'default', 0, 'queued', '{}',"
                 " 0, 3, '', '', '')"
             )
         return count / (time.perf_counter() - start)
@@ -135,13 +135,30 @@ def drained(first: int, last: int) -> bool:
     )
 
 
-def drain(count: int, workers: int, backlog: tuple[int, int] = (0, 0), type_name: str = NOOP) -> float:
+def enqueue_tasks(count: int) -> None:
+    """``count`` no-op tasks through django.tasks (``Task.enqueue``, one at a time: the API
+    has no bulk call), as bench/peers/django_tasks_db_bench.py enqueues them."""
+    from bench.peers.task_functions import noop
+
+    for _ in range(count):
+        noop.enqueue()
+
+
+def drain(
+    count: int,
+    workers: int,
+    backlog: tuple[int, int] = (0, 0),
+    type_name: str = NOOP,
+    through_tasks: bool = False,
+) -> float:
     """Jobs/s from the commit of ``count`` queued jobs of ``type_name`` until none of them is
     left.
 
     ``backlog`` = (finished, waiting) rows put in the table first (see ``fill.history``).
     With an atomic type each job is its own transaction, committed (and flushed) with its
     completion, where plain jobs' successes are acknowledged many to a statement.
+    ``through_tasks``: no-op django.tasks tasks on our backend instead of jobs of
+    ``type_name`` (enqueued one by one in the transaction, the only way django.tasks has).
     """
     reset()
     if any(backlog):
@@ -150,7 +167,10 @@ def drain(count: int, workers: int, backlog: tuple[int, int] = (0, 0), type_name
     try:
         first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
         with transaction.atomic():
-            jobs.enqueue_many(type_name, ({} for _ in range(count)))
+            if through_tasks:
+                enqueue_tasks(count)
+            else:
+                jobs.enqueue_many(type_name, ({} for _ in range(count)))
             last = scalar("SELECT max(id) FROM jobs_job")
             start = time.perf_counter()
         wait_until(lambda: drained(first, last), 600, "the queue to drain", interval=0.005)
@@ -169,15 +189,25 @@ def _stamps(path: str) -> list[float]:
     return [(float(started) - float(t0)) * 1000 for t0, started in lines]
 
 
-def wake_up(samples: int, gap: float, type_name: str = "test.stamp") -> list[float]:
-    """Milliseconds from the enqueue call to the job's start, one idle worker."""
+def wake_up(
+    samples: int, gap: float, type_name: str = "test.stamp", through_tasks: bool = False
+) -> list[float]:
+    """Milliseconds from the enqueue call to the job's start, one idle worker.
+
+    ``through_tasks``: the stamp is a django.tasks task on our backend (``Task.enqueue``).
+    """
+    from bench.peers.task_functions import stamp_task
+
     reset()
     with tempfile.NamedTemporaryFile("w", suffix=".stamps", delete=False) as handle:
         path = handle.name
     pool = Workers(1)
     try:
         for _ in range(samples):
-            jobs.enqueue(type_name, {"path": path, "t0": time.time()})
+            if through_tasks:
+                stamp_task.enqueue(path=path, t0=time.time())
+            else:
+                jobs.enqueue(type_name, {"path": path, "t0": time.time()})
             time.sleep(gap)
         wait_until(lambda: len(Path(path).read_text().splitlines()) >= samples, 30, "stamps")
     finally:

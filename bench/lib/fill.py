@@ -15,7 +15,7 @@ def history(finished: int, queued: int) -> None:
             """
             INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
                                   progress_message, error, message, created_at, started_at, finished_at)
-            SELECT 'test.noop', 'default', 2, 'succeeded', '{}', now() - interval '1 hour', 1, 3, '', '', '',
+            SELECT 'test.noop', 'default', 0, 'succeeded', '{}', now() - interval '1 hour', 1, 3, '', '', '',
                    now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'
               FROM generate_series(1, %s)
             """,
@@ -25,7 +25,7 @@ def history(finished: int, queued: int) -> None:
             """
             INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
                                   progress_message, error, message)
-            SELECT 'test.noop', 'default', 2, 'queued', '{}', now() + interval '1 day', 0, 3, '', '', ''
+            SELECT 'test.noop', 'default', 0, 'queued', '{}', now() + interval '1 day', 0, 3, '', '', ''
               FROM generate_series(1, %s)
             """,
             [queued],
@@ -58,7 +58,7 @@ ADMIN_MIX = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, attempts,
                       max_attempts, created_at, started_at, finished_at, heartbeat_at,
                       locked_by, progress, progress_message, error, message)
-SELECT t.type, t.queue, 2, s.status,
+SELECT t.type, t.queue, 0, s.status,
        jsonb_build_object('object_id', g),
        CASE WHEN t.type = 'email.process' THEN 'email:' || g END,
        CASE WHEN s.status = 'queued' AND g %% 3 = 0 THEN now() + interval '2 minutes'

@@ -90,7 +90,7 @@ def unfinished(db: Database) -> int:
 def drain(db: Database, count: int) -> float:
     from django.db import transaction
 
-    from bench.peers.dtdb_tasks import noop
+    from bench.peers.task_functions import noop
 
     reset(db)
     with workers(db, 2) as pool:
@@ -105,7 +105,7 @@ def drain(db: Database, count: int) -> float:
 
 
 def wake_up(db: Database, samples: int, gap: float) -> list[float]:
-    from bench.peers.dtdb_tasks import stamp_task
+    from bench.peers.task_functions import stamp_task
 
     reset(db)
     handle, path = tempfile.mkstemp(suffix=".stamps")

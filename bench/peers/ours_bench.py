@@ -31,8 +31,10 @@ from bench.lib.stats import percentile
 DEFAULT_DATABASE = "jp_compare"
 
 
-def main() -> None:
-    args = harness_arguments(__doc__)
+def main(through_tasks: bool = False, doc: str | None = __doc__) -> None:
+    """One harness run; ``through_tasks``: the same figures through django.tasks
+    (bench/peers/ours_tasks_bench.py)."""
+    args = harness_arguments(doc)
     os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DEFAULT_DATABASE}")
     ensure_database(os.environ["DATABASE_URL"].rsplit("/", 1)[1].split("?")[0])
     project.setup(DEFAULT_DATABASE)
@@ -42,25 +44,28 @@ def main() -> None:
 
     try:
         call_command("migrate", verbosity=0)
+        system = "ours-tasks" if through_tasks else "ours"
         drains, p50, p95, bulks = [], [], [], []
         for run in range(args.runs):
-            drains.append(engine.drain(args.jobs, 2))
-            latencies = engine.wake_up(args.samples, 0.02)
+            drains.append(engine.drain(args.jobs, 2, through_tasks=through_tasks))
+            latencies = engine.wake_up(args.samples, 0.02, through_tasks=through_tasks)
             p50.append(percentile(latencies, 0.5))
             p95.append(percentile(latencies, 0.95))
-            bulks.append(engine.enqueue_bulk(args.jobs))
-            report_run("ours", run, drains[-1], p50[-1], p95[-1], bulks[-1])
+            # django.tasks has no bulk API: nothing to measure through it.
+            bulks.append(None if through_tasks else engine.enqueue_bulk(args.jobs))
+            report_run(system, run, drains[-1], p50[-1], p95[-1], bulks[-1])
         engine.reset()
     finally:
         kill_leftovers()
     emit(
-        system="ours",
+        system=system,
         version=git_version(),
         drain=drains,
         p50=p50,
         p95=p95,
-        bulk=bulks,
-        setup="2 runworker x concurrency 2 (defaults), child processes, LISTEN/NOTIFY",
+        bulk=None if through_tasks else bulks,
+        setup="2 runworker x concurrency 2 (defaults), child processes, LISTEN/NOTIFY"
+        + (", @task enqueued one by one with Task.enqueue, results stored" if through_tasks else ""),
     )
 
 

@@ -1,4 +1,5 @@
-"""The section's list filters: choices come from the registry, never from the table."""
+"""The section's list filters: choices come from the registry (and the tasks of the
+django.tasks backend), never from the table."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from jobs import registry
+from jobs import registry, task_types
 from jobs.models import Status
 
 
@@ -59,7 +60,9 @@ class TypeFilter(JobListFilter):
     parameter_name = field = "type"
 
     def choices_from(self) -> list[tuple[str, str]]:
-        return [(job_type.name, job_type.name) for job_type in registry.all_types()]
+        """The declared job types, then the django.tasks tasks this process has loaded."""
+        names = [job_type.name for job_type in registry.all_types()] + task_types.declared()
+        return [(name, name) for name in names]
 
 
 class OutcomeFilter(ChoiceFilter):

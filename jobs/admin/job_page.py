@@ -66,19 +66,21 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
     list_per_page = 50
     list_max_show_all = 200
     fieldsets = (
-        (None, {"fields": ("type", "queue", "priority", "status_badge", "message", "dedupe_key")}),
+        (None, {"fields": ("type", "queue", "priority_text", "status_badge", "message", "dedupe_key")}),
         ("Progress", {"fields": ("progress_text", "error_text", "attempts_cell")}),
         ("Worker", {"fields": ("locked_by", "heartbeat")}),
         ("Timestamps", {"fields": ("created", "due", "started", "finished", "took")}),
-        ("Payload", {"fields": ("payload_text",)}),
+        ("Payload", {"fields": ("payload_text", "result_text")}),
     )
     readonly_fields = (
+        "priority_text",
         "status_badge",
         "progress_text",
         "error_text",
         "attempts_cell",
         "took",
         "payload_text",
+        "result_text",
         "heartbeat",
         "created",
         "due",
@@ -237,6 +239,11 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
 
     # --- the job's own page ----------------------------------------------------------------
 
+    @admin.display(description="priority")
+    def priority_text(self, job: Job) -> str:
+        """A named priority, or a django.tasks task's own (higher runs first)."""
+        return job.priority_name
+
     @admin.display(description="error")
     def error_text(self, job: Job) -> SafeString | str:
         return format_html('<pre class="job-pre">{}</pre>', job.error) if job.error else "—"
@@ -264,6 +271,13 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
     @admin.display(description="payload")
     def payload_text(self, job: Job) -> SafeString:
         return format_html('<pre class="job-pre">{}</pre>', json.dumps(job.payload, indent=2, sort_keys=True))
+
+    @admin.display(description="result")
+    def result_text(self, job: Job) -> SafeString | str:
+        """What a django.tasks task returned; jobs keep no result."""
+        if job.result is None:
+            return "—"
+        return format_html('<pre class="job-pre">{}</pre>', json.dumps(job.result, indent=2, sort_keys=True))
 
     def change_view(
         self,

@@ -1,8 +1,9 @@
 """The child process: runs jobs one at a time for its supervisor, so a crash fails one job.
 
 It waits for a batch (one job for slow types, a few for very short ones), runs the jobs in
-order, reports each failure at once and the end of the batch, and waits again. What the
-two processes tell each other is in ``jobs.worker.messages``.
+order, reports each failure (and each django.tasks task's result) at once and the end of the
+batch, and waits again. What the two processes tell each other is in
+``jobs.worker.messages``.
 
 An atomic job (``@job(atomic=True)``) runs inside one transaction on this process's
 connection, and its completion is the transaction's last statement, fenced by worker and
@@ -21,12 +22,14 @@ from __future__ import annotations
 import enum
 import functools
 import json
+import logging
 import os
 import select
 import signal
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
@@ -42,8 +45,10 @@ from jobs.worker.messages import (
     STARTED,
     FromChild,
     JobFailed,
+    JobFields,
     JobProgress,
     JobRescheduled,
+    JobReturned,
     JobSettled,
     SharedState,
     Stop,
@@ -53,6 +58,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from jobs.store import Failure
+
+logger = logging.getLogger("jobs.worker")
 
 
 class Settled(enum.Enum):
@@ -79,6 +86,7 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
             return  # the supervisor is gone
         if isinstance(message, Stop):
             return
+        _read_task_rows(message.jobs)
         for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
@@ -86,6 +94,9 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
             outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, relay=relay)
             if isinstance(outcome, Settled):
                 if not _send(conn, JobSettled(index, outcome is Settled.COMMITTED)):
+                    return
+            elif isinstance(outcome, str):
+                if not _send(conn, JobReturned(index, outcome)):
                     return
             elif outcome is not None:
                 close_old_connections()
@@ -99,6 +110,21 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
         close_old_connections()
         if not _send(conn, messages.BATCH_DONE):
             return
+
+
+def _read_task_rows(jobs: Sequence[JobFields]) -> None:
+    """Read the rows of the batch's django.tasks tasks in one statement (each try's
+    TaskResult is built from its row) rather than one statement per task. If it fails,
+    each task reads its own row, and a failure there is that task's."""
+    ids = [job[0] for job in jobs if not registry.declared(job[1])]
+    if not ids:
+        return
+    from jobs import task_results
+
+    try:
+        task_results.prefetch(ids)
+    except Exception:  # noqa: BLE001 - never the child's end: each task tries again alone
+        logger.warning("Could not read the rows of tasks %s ahead of their batch.", ids, exc_info=True)
 
 
 def _exit_with(supervisor_pid: int) -> None:
@@ -137,16 +163,17 @@ def run(
     max_attempts: int,
     worker: str,
     relay: Callable[[int, str], None] | None = None,
-) -> Failure | RetryLater | Settled | None:
-    """Run one job: None when it succeeded (the supervisor acknowledges it), what went wrong
-    when it failed, the ``RetryLater`` it raised (an atomic job's writes are rolled back
-    first), or, for an atomic job, how its transaction ended.
+) -> Failure | RetryLater | Settled | str | None:
+    """Run one job: None when it succeeded (the supervisor acknowledges it), the JSON text
+    of its result when its type keeps one (a django.tasks task), what went wrong when it
+    failed, the ``RetryLater`` it raised (an atomic job's writes are rolled back first), or,
+    for an atomic job, how its transaction ended.
 
     ``relay`` takes an atomic job's progress to whoever writes it (the supervisor); without
     one, an atomic job's progress is not reported.
     """
     try:
-        job_type = registry.get(type_name)
+        job_type = registry.lookup(type_name)
         payload = json.loads(payload_text)
         ctx = JobContext(
             job_id=job_id,
@@ -167,8 +194,8 @@ def run(
                 job_type.func(ctx, **payload)
                 store.complete_in_transaction(worker, job_id, attempt)  # raises FencedOff
             return Settled.COMMITTED
-        job_type.func(ctx, **payload)
-        return None
+        returned = job_type.func(ctx, **payload)
+        return returned if job_type.keeps_result else None
     except RetryLater as wait:
         return wait
     except FencedOff:
@@ -190,7 +217,10 @@ def _failure(exc: BaseException, *, retryable: bool) -> Failure:
 
     cls = type(exc)
     name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-    return Failure(name, str(exc), traceback.format_exc(), retryable)
+    # PostgreSQL's text columns refuse NUL: written as is, the supervisor could not record
+    # the failure at all.
+    message, trace = (text.replace("\x00", "\\x00") for text in (str(exc), traceback.format_exc()))
+    return Failure(name, message, trace, retryable)
 
 
 def _dropped(percent: int, message: str) -> None:

@@ -4,13 +4,14 @@ Supervisor → child, over the pipe: ``RunBatch`` (jobs to run in order, one at 
 ``Stop`` (exit; only ever sent between batches).
 
 Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch fails,
+``JobReturned`` as soon as a job that returns a result (a django.tasks task) succeeds,
 ``JobRescheduled`` as soon as one asks to run again later (``jobs.RetryLater``: not a
 failure, no attempt used), ``JobSettled`` as soon as an atomic job's transaction has ended
 (committed with the job's completion in it, or rolled back because the fence refused that
 completion: either way the supervisor has nothing left to write for it), ``JobProgress``
 when an atomic job reports progress (the supervisor writes it, see ``jobs.worker.child``),
 and ``BatchDone`` once every job of the batch has run (failed, rescheduled and settled ones
-included).
+included). A plain job without a result sends nothing of its own: ``BatchDone`` covers it.
 
 Child → supervisor, without a message: before each job the child writes the job's index in
 the batch and its start into a shared array (``SharedState``, at ``CURRENT`` and
@@ -94,16 +95,25 @@ class JobProgress(NamedTuple):
     message: str
 
 
+class JobReturned(NamedTuple):
+    """The job at ``position`` in the current batch succeeded and returned ``value`` (JSON
+    text), which the supervisor stores with it."""
+
+    position: int
+    value: str
+
+
 class BatchDone(NamedTuple):
     """Every job of the current batch has run."""
 
 
 ToChild = RunBatch | Stop
-FromChild = JobFailed | JobRescheduled | JobSettled | JobProgress | BatchDone
+FromChild = JobFailed | JobReturned | JobRescheduled | JobSettled | JobProgress | BatchDone
 
 # The records with content, by the number that names each on the wire.
-_TAGGED: tuple[type[JobFailed | JobRescheduled | JobSettled | JobProgress], ...] = (
+_TAGGED: tuple[type[JobFailed | JobReturned | JobRescheduled | JobSettled | JobProgress], ...] = (
     JobFailed,
+    JobReturned,
     JobRescheduled,
     JobSettled,
     JobProgress,

@@ -49,6 +49,7 @@ class Child:
         # Indexes in the batch whose outcome the child already reported: failed, rescheduled,
         # or an atomic job settled in its own transaction. They are not acknowledged with the batch.
         self.settled: set[int] = set()
+        self.returned: dict[int, str] = {}  # results reported so far, by index in the batch
         self.sent_at = 0.0
 
     @property
@@ -59,7 +60,7 @@ class Child:
         self.state[CURRENT] = 0
         self.state[STARTED] = time.monotonic()
         messages.send(self.conn, RunBatch(batch))
-        self.batch, self.settled, self.sent_at = batch, set(), self.state[STARTED]
+        self.batch, self.settled, self.returned, self.sent_at = batch, set(), {}, self.state[STARTED]
 
     def receive(self) -> FromChild:
         """The child's next message (EOFError or OSError once it is gone)."""
@@ -76,8 +77,10 @@ class Child:
         return index, self.batch[index], self.state[STARTED]
 
     def finish(self) -> tuple[list[ClaimedJob], set[int], float]:
+        """End the batch: its jobs, the indexes already settled (failed, rescheduled, or
+        atomic), and how long it took (read ``returned`` first: it is emptied too)."""
         batch, settled, took = self.batch, self.settled, time.monotonic() - self.sent_at
-        self.batch, self.settled = [], set()
+        self.batch, self.settled, self.returned = [], set(), {}
         return batch, settled, took
 
     def kill(self) -> None:

@@ -1,9 +1,10 @@
 """The result buffer: outcomes of finished jobs, held until they are written.
 
 Acknowledgements of succeeded jobs wait, while children are busy, for a batch
-(``JOBS_ACK_BATCH``) or at most ``ACK_DELAY``, so that many are written in one statement.
-Failures, rescheduled jobs (``RetryLater``) and jobs handed back are written at the next
-flush. During a database outage
+(``JOBS_ACK_BATCH``) or at most ``ACK_DELAY``, so that many are written in one statement;
+those that carry a result (django.tasks tasks) go in a statement of their own, so the
+common acknowledgement stays as lean as it was. Failures, rescheduled jobs (``RetryLater``)
+and jobs handed back are written at the next flush. During a database outage
 everything stays here: the jobs remain this worker's (``held_ids`` keeps their heartbeat
 going once the database is back), and each write is fenced by worker and attempt, so a
 write retried after an outage cannot apply twice.
@@ -30,7 +31,9 @@ EXIT_FLUSH_TIMEOUT = 30.0  # how long a worker that is stopping tries to write i
 class ResultStore(Protocol):
     """The store verbs the buffer writes with (``jobs.store``; a fake in unit tests)."""
 
-    def complete(self, worker: str, done: Sequence[tuple[int, int]]) -> object: ...
+    def complete(
+        self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None = None
+    ) -> object: ...
 
     def fail(self, worker: str, job_id: int, attempt: int, failure: Failure) -> object: ...
 
@@ -57,21 +60,31 @@ class ResultBuffer:
         self._clock = clock
         self._sleep = sleep
         self._acks: list[tuple[int, int]] = []  # (job id, attempt)
+        self._returned: list[tuple[int, int, str]] = []  # (job id, attempt, result as JSON text)
         self._oldest_ack = 0.0  # when the first of the waiting acknowledgements came in
         self._failures: list[tuple[int, int, Failure]] = []
         self._releases: list[tuple[int, int, str]] = []  # (job id, attempt, message for the row)
         self._reschedules: list[tuple[int, int, datetime, str]] = []  # (job id, attempt, run at, reason)
 
     def __len__(self) -> int:
-        return len(self._acks) + len(self._failures) + len(self._releases) + len(self._reschedules)
+        return (
+            len(self._acks)
+            + len(self._returned)
+            + len(self._failures)
+            + len(self._releases)
+            + len(self._reschedules)
+        )
 
     # --- filling ------------------------------------------------------------------------
 
-    def ack(self, job: ClaimedJob) -> None:
-        """The job succeeded."""
-        if not self._acks:
+    def ack(self, job: ClaimedJob, result: str | None = None) -> None:
+        """The job succeeded (and returned ``result``, JSON text, if it keeps one)."""
+        if not self._acks and not self._returned:
             self._oldest_ack = self._clock()
-        self._acks.append((job.id, job.attempt))
+        if result is None:
+            self._acks.append((job.id, job.attempt))
+        else:
+            self._returned.append((job.id, job.attempt, result))
 
     def fail(self, job: ClaimedJob, failure: Failure) -> None:
         """The try failed: the store retries it later or fails it for good."""
@@ -89,6 +102,7 @@ class ResultBuffer:
     def held_ids(self) -> list[int]:
         """Jobs whose outcome is not written yet: still running as far as the database knows."""
         held = [job_id for job_id, _ in self._acks]
+        held += [job_id for job_id, _, _ in self._returned]
         held += [job_id for job_id, _, _ in self._failures]
         held += [job_id for job_id, _, _ in self._releases]
         held += [job_id for job_id, _, _, _ in self._reschedules]
@@ -102,15 +116,14 @@ class ResultBuffer:
         ACK_DELAY is written at once."""
         if self._failures or self._releases or self._reschedules:
             return True
-        if not self._acks:
+        waiting = len(self._acks) + len(self._returned)
+        if not waiting:
             return False
-        return (
-            len(self._acks) >= self._ack_batch or now >= self._oldest_ack + ACK_DELAY or not children_busy()
-        )
+        return waiting >= self._ack_batch or now >= self._oldest_ack + ACK_DELAY or not children_busy()
 
     def ack_deadline(self) -> float | None:
         """When the waiting acknowledgements are due at the latest; None if there are none."""
-        return self._oldest_ack + ACK_DELAY if self._acks else None
+        return self._oldest_ack + ACK_DELAY if self._acks or self._returned else None
 
     def flush(self, *, force: bool = False) -> None:
         """Write everything: acknowledgements in one statement, then failures, then
@@ -134,6 +147,10 @@ class ResultBuffer:
         if self._acks:
             self._store.complete(self.worker, self._acks)
             self._acks = []
+        if self._returned:
+            done = [(job_id, attempt) for job_id, attempt, _ in self._returned]
+            self._store.complete(self.worker, done, [result for _, _, result in self._returned])
+            self._returned = []
         while self._failures:
             job_id, attempt, failure = self._failures[0]
             self._store.fail(self.worker, job_id, attempt, failure)

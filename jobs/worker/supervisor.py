@@ -28,7 +28,7 @@ from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
-from jobs.worker.messages import JobFailed, JobProgress, JobRescheduled, JobSettled
+from jobs.worker.messages import JobFailed, JobProgress, JobRescheduled, JobReturned, JobSettled
 from jobs.worker.pool import Child, Lane
 from jobs.worker.results import ResultBuffer
 
@@ -209,7 +209,7 @@ class Supervisor:
     def _timeout(self, type_name: str) -> float | None:
         if type_name not in self.timeouts:
             try:
-                self.timeouts[type_name] = registry.get(type_name).timeout
+                self.timeouts[type_name] = registry.lookup(type_name).timeout
             except UnknownJobType:
                 self.timeouts[type_name] = None
         return self.timeouts[type_name]
@@ -356,6 +356,9 @@ class Supervisor:
             message = child.receive()
         except (EOFError, OSError):
             return False
+        if isinstance(message, JobReturned):
+            child.returned[message.position] = message.value
+            return True
         if isinstance(message, JobFailed):
             child.settled.add(message.position)
             took = time.monotonic() - child.started
@@ -373,15 +376,16 @@ class Supervisor:
             job = child.batch[message.position]
             self.db.call(store.set_progress, self.name, job.id, job.attempt, message.percent, message.message)
             return True
+        returned = child.returned
         batch, settled, took = child.finish()
         child.lane.observe(took, len(batch))
         for index, job in enumerate(batch):
             if index not in settled:
-                self._succeeded(job, took / len(batch))
+                self._succeeded(job, took / len(batch), returned.get(index))
         return True
 
-    def _succeeded(self, job: ClaimedJob, took: float) -> None:
-        self.results.ack(job)
+    def _succeeded(self, job: ClaimedJob, took: float, result: str | None = None) -> None:
+        self.results.ack(job, result)
         if self.log_jobs:
             logger.info(
                 "end %s #%d attempt %d/%d %.1fms succeeded",
@@ -454,8 +458,9 @@ class Supervisor:
         self._replace(child)
 
     def _read_pending(self, child: Child) -> None:
-        """Read what a child said before it died or was killed: failures, atomic jobs it
-        settled (committed: not to be acknowledged again), or the end of its batch."""
+        """Read what a child said before it died or was killed (failures, results of the
+        jobs it finished, atomic jobs it settled, or the end of its batch), so that settling
+        its batch counts neither a failed or settled job as done nor a task's result as lost."""
         with contextlib.suppress(EOFError, OSError):
             while child.busy and child.conn.poll() and self._collect(child):
                 pass
@@ -467,10 +472,11 @@ class Supervisor:
         finished; that one failed (or, at shutdown, goes back without using an attempt);
         jobs after it never started and go back as they were."""
         index, culprit, started = child.current()
+        returned = child.returned
         batch, settled, _ = child.finish()
         for position, job in enumerate(batch):
             if position < index and position not in settled:
-                self._succeeded(job, 0.0)
+                self._succeeded(job, 0.0, returned.get(position))
             elif position > index:
                 self.results.release(job)
         if index in settled:
@@ -499,7 +505,7 @@ class Supervisor:
                 if timeout and now >= started + timeout:
                     child.kill()
                     self._read_pending(child)
-                    if child.busy:
+                    if child.busy:  # else its batch ended just before it was stopped
                         failure = Failure(
                             "JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped."
                         )

@@ -132,7 +132,7 @@ def test_claim__plan_reads_a_partial_index_with_many_finished_jobs(statement, pa
             """
             INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, created_at,
                                   finished_at, attempts, max_attempts, progress_message, error, message)
-            SELECT 'test.noop', 'default', 2, 'succeeded', '{}', now(), now(), now(), 1, 1, '', '', ''
+            SELECT 'test.noop', 'default', 0, 'succeeded', '{}', now(), now(), now(), 1, 1, '', '', ''
               FROM generate_series(1, 20000)
             """
         )

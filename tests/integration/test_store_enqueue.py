@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from jobs import sql, store
 from jobs.errors import InvalidPayload, UnknownJobType
-from jobs.models import Job, Status
+from jobs.models import Job, Priority, Status
 from tests.jobs_app.tasks import ai_work, noop
 from tests.support.database import raw_connection
 from tests.support.job_states import claim_one
@@ -54,7 +54,12 @@ def test_enqueue__rolled_back_with_the_callers_transaction():
 def test_enqueue__stores_the_registry_defaults():
     job = store.enqueue("test.fail", {"permanent": False})
     job.refresh_from_db()
-    assert (job.type, job.queue, job.status, job.priority) == ("test.fail", "default", Status.QUEUED, 2)
+    assert (job.type, job.queue, job.status, job.priority) == (
+        "test.fail",
+        "default",
+        Status.QUEUED,
+        Priority.NORMAL,
+    )
     assert (job.attempts, job.max_attempts, job.payload) == (0, 3, {"permanent": False})
 
 
@@ -88,7 +93,7 @@ def test_enqueue__queue_always_comes_from_the_registry():
 def test_enqueue__from_the_decorated_function_with_options():
     job = noop.using(priority="high").enqueue(n=3)
     job.refresh_from_db()
-    assert (job.type, job.priority, job.payload) == ("test.noop", 1, {"n": 3})
+    assert (job.type, job.priority, job.payload) == ("test.noop", Priority.HIGH, {"n": 3})
     later = timezone.now() + timedelta(hours=1)
     delayed = noop.using(run_at=later, dedupe_key="k").enqueue()
     assert delayed.run_at == later and delayed.dedupe_key == "k"
@@ -228,7 +233,7 @@ def test_enqueue_many__with_priority_and_run_at():
     later = timezone.now() + timedelta(minutes=5)
     assert store.enqueue_many("test.ai", [{}, {}], priority="critical", run_at=later) == 2
     rows = list(Job.objects.values_list("queue", "priority", "run_at"))
-    assert rows == [("ai", 0, later), ("ai", 0, later)]
+    assert rows == [("ai", Priority.CRITICAL, later), ("ai", Priority.CRITICAL, later)]
 
 
 # --- wake-up --------------------------------------------------------------------------------

@@ -44,8 +44,13 @@ class Store:
             raise OperationalError("server closed the connection unexpectedly")
         self.writes.append(call)
 
-    def complete(self, worker: str, done: Sequence[tuple[int, int]]) -> None:
-        self._write("complete", worker, list(done))
+    def complete(
+        self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None = None
+    ) -> None:
+        if results is None:
+            self._write("complete", worker, list(done))
+        else:
+            self._write("complete", worker, list(done), list(results))
 
     def fail(self, worker: str, job_id: int, attempt: int, failure: Failure) -> None:
         self._write("fail", worker, job_id, attempt, failure)
@@ -104,6 +109,33 @@ def test_flush__acknowledgements_in_one_write_then_failures_then_releases_by_mes
     ]
     assert len(results) == 0
     assert results.held_ids() == []
+
+
+def test_flush__results_are_written_apart_from_plain_acknowledgements(results, store):
+    """A task's return value goes in a statement of its own: the common acknowledgement of
+    jobs without one never carries a result column."""
+    results.ack(job(1))
+    results.ack(job(2), '{"sum": 5}')
+    results.ack(job(3))
+    results.ack(job(4, attempt=2), "[1, 2]")
+
+    assert results.held_ids() == [1, 3, 2, 4]
+    results.flush()
+
+    assert store.writes == [
+        ("complete", WORKER, [(1, 1), (3, 1)]),
+        ("complete", WORKER, [(2, 1), (4, 2)], ['{"sum": 5}', "[1, 2]"]),
+    ]
+    assert len(results) == 0
+
+
+def test_flush_due__acknowledgements_with_results_count_towards_the_batch(results, clock):
+    results.ack(job(1), "1")
+    assert results.ack_deadline() == pytest.approx(clock.now + ACK_DELAY)
+    results.ack(job(2))
+    assert not results.flush_due(clock.now, busy)
+    results.ack(job(3), "3")  # ack_batch=3
+    assert results.flush_due(clock.now, busy)
 
 
 def test_flush__an_empty_buffer_writes_nothing(results, store):

@@ -19,6 +19,7 @@ from jobs.worker.messages import (
     JobFailed,
     JobProgress,
     JobRescheduled,
+    JobReturned,
     JobSettled,
     RunBatch,
     Stop,
@@ -70,6 +71,12 @@ def test_job_progress__arrives_with_its_position_percent_and_message(pipe):
     assert messages.receive_in_supervisor(supervisor_end) == JobProgress(2, 40, "step 2 of 5")
 
 
+def test_job_returned__arrives_with_its_position_and_value(pipe):
+    supervisor_end, child_end = pipe
+    messages.send(child_end, JobReturned(2, '{"sum": 5}'))
+    assert messages.receive_in_supervisor(supervisor_end) == JobReturned(2, '{"sum": 5}')
+
+
 def test_batch_done__arrives_as_batch_done(pipe):
     supervisor_end, child_end = pipe
     messages.send(child_end, BATCH_DONE)
@@ -77,7 +84,9 @@ def test_batch_done__arrives_as_batch_done(pipe):
 
 
 @pytest.mark.parametrize(
-    "message", [RunBatch(BATCH), BATCH_DONE, STOP, JobSettled(0, True)], ids=lambda m: type(m).__name__
+    "message",
+    [RunBatch(BATCH), BATCH_DONE, STOP, JobSettled(0, True), JobReturned(0, "5")],
+    ids=lambda m: type(m).__name__,
 )
 def test_per_batch_messages__pickle_no_class(pipe, message):
     # Naming a class in a pickle costs a module lookup on both sides, on every batch.

@@ -1,0 +1,156 @@
+"""A task's row as ``django.tasks`` sees it: a ``TaskResult``.
+
+The job row holds the task's status, timestamps, arguments (the payload) and return value;
+its failed tries (``JobAttempt``, the engine's audit trail) are the result's errors and,
+with the try running or finished now, its workers: one entry per try, so
+``TaskResult.attempts`` counts every try, including tries made before an operator's Retry
+(the page's ``n/max`` counts the current budget only).
+
+Statuses: queued → READY (also while a retry waits), running → RUNNING, succeeded →
+SUCCESSFUL, failed → FAILED, cancelled → FAILED (``django.tasks`` has no cancelled status;
+its errors end with ``jobs.errors.TaskCancelled``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.tasks import Task, TaskResult, TaskResultStatus
+from django.tasks.base import TaskError
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+
+from jobs import registry, store, task_types
+from jobs.errors import UnknownJobType
+from jobs.models import Job, JobAttempt, Status
+
+STATUSES = {
+    Status.QUEUED: TaskResultStatus.READY,
+    Status.RUNNING: TaskResultStatus.RUNNING,
+    Status.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
+    Status.FAILED: TaskResultStatus.FAILED,
+    Status.CANCELLED: TaskResultStatus.FAILED,
+}
+
+# The failures the engine records without an exception of its own (the worker's process
+# died, the job ran too long, the reaper took it back), as importable classes.
+ENGINE_FAILURES = {
+    "WorkerCrashed": "jobs.errors.WorkerCrashed",
+    "JobTimeout": "jobs.errors.JobTimeout",
+    "WorkerLost": "jobs.errors.WorkerLost",
+}
+CANCELLED = TaskError(
+    exception_class_path="jobs.errors.TaskCancelled", traceback="jobs.errors.TaskCancelled: Cancelled."
+)
+
+
+def enqueued(task: Task, job: Job) -> TaskResult:
+    """The result of a task just added as ``job``: ready, nothing run yet."""
+    return TaskResult(
+        task=task,
+        id=str(job.pk),
+        status=TaskResultStatus.READY,
+        enqueued_at=job.created_at,
+        started_at=None,
+        finished_at=None,
+        last_attempted_at=None,
+        args=job.payload["args"],
+        kwargs=job.payload["kwargs"],
+        backend=task.backend,
+        errors=[],
+        worker_ids=[],
+    )
+
+
+# Rows read ahead for the tasks of the batch a worker's child is about to run: by id.
+_prefetched: dict[int, tuple[Job, bool]] = {}
+
+
+def prefetch(job_ids: list[int]) -> None:
+    """Read the rows of these tasks in one statement, for their ``load`` to take: a child
+    does this before each batch, since every try needs its row. Nobody else changes a
+    claimed task's row while the batch runs, so what is read here stays true."""
+    _prefetched.clear()
+    _prefetched.update(store.task_rows(job_ids))
+
+
+def load(job_id: int, task: Task | None = None) -> TaskResult:
+    """The task result of job ``job_id`` (``task``: its task, if already known), from the
+    rows read ahead for its batch or read now.
+
+    One query, and a second one for the failed tries only when there are any.
+    """
+    found = _prefetched.pop(job_id, None) or store.task_rows([job_id]).get(job_id)
+    if found is None:
+        raise TaskResultDoesNotExist(f"No task result {job_id}: never enqueued, or pruned.")
+    row, tried = found
+    tries = list(JobAttempt.objects.filter(job_id=job_id).order_by("id")) if tried else []
+    return build(row, tries, task if task is not None else _task_of(row))
+
+
+def build(row: Job, tries: list[JobAttempt], task: Task) -> TaskResult:
+    starts = [attempt.started_at for attempt in tries if attempt.started_at]
+    if row.started_at:
+        starts.append(row.started_at)
+    workers = [attempt.worker for attempt in tries]
+    if row.status in (Status.RUNNING, Status.SUCCEEDED) and row.locked_by:
+        workers.append(row.locked_by)  # the try running now, or the one that succeeded
+    errors = [_error(attempt) for attempt in tries]
+    if row.status == Status.CANCELLED:
+        errors.append(CANCELLED)
+    result: TaskResult[Any, Any] = TaskResult(
+        task=_as_enqueued(task, row),
+        id=str(row.pk),
+        status=STATUSES[Status(row.status)],
+        enqueued_at=row.created_at,
+        started_at=min(starts, default=None),
+        finished_at=row.finished_at,
+        last_attempted_at=max(starts, default=None),
+        args=row.payload.get("args", []),
+        kwargs=row.payload.get("kwargs", {}),
+        backend=task.backend,
+        errors=errors,
+        worker_ids=workers,
+    )
+    object.__setattr__(result, "_return_value", row.result)  # how django.tasks' backends set it
+    return result
+
+
+def exception_class_path(error_class: str) -> str:
+    """The importable path of a recorded error class (builtins are stored bare)."""
+    if error_class in ENGINE_FAILURES:
+        return ENGINE_FAILURES[error_class]
+    return error_class if "." in error_class else f"builtins.{error_class}"
+
+
+def _error(attempt: JobAttempt) -> TaskError:
+    text = f"{attempt.error_class}: {attempt.error}" if attempt.error else attempt.error_class
+    return TaskError(
+        exception_class_path=exception_class_path(attempt.error_class),
+        traceback=attempt.traceback or text,
+    )
+
+
+def _task_of(row: Job) -> Task:
+    if registry.declared(row.type):
+        raise TaskResultDoesNotExist(f"#{row.pk} is a {row.type} job, not a django.tasks task.")
+    try:
+        return task_types.import_task(row.type)
+    except UnknownJobType as exc:
+        raise TaskResultDoesNotExist(f"Task result {row.pk}: {exc}") from exc
+
+
+def _as_enqueued(task: Task, row: Job) -> Task:
+    """The task with the queue, priority and run_after its row was given."""
+    changes: dict[str, Any] = {}
+    if row.queue != task.queue_name:
+        changes["queue_name"] = row.queue
+    if -row.priority != task.priority:
+        changes["priority"] = -row.priority
+    if row.run_at > row.created_at:
+        changes["run_after"] = row.run_at  # deferred, or waiting out a retry's backoff
+    if not changes:
+        return task
+    try:
+        return task.using(**changes)
+    except InvalidTask:  # say the queue was since removed from QUEUES
+        return task
