@@ -102,6 +102,14 @@ JOBS_ACK_BATCH = env.integer("JOBS_ACK_BATCH", 32, minimum=1)
 JOBS_PREPARED_STATEMENTS = env.flag("JOBS_PREPARED_STATEMENTS", True)
 JOBS_WORKER_ASYNC_COMMIT = env.flag("JOBS_WORKER_ASYNC_COMMIT", True)
 JOBS_KEEP_FINISHED_DAYS = env.number("JOBS_KEEP_FINISHED_DAYS", 14.0)
+# What enqueue accepts (jobs/validation.py). Payloads carry ids, not data: 64 KiB of JSON
+# holds thousands of ids, and every claim sends the payload to a child process.
+JOBS_MAX_PAYLOAD_BYTES = env.integer("JOBS_MAX_PAYLOAD_BYTES", 64 * 1024, minimum=2)
+JOBS_MAX_PAYLOAD_DEPTH = env.integer("JOBS_MAX_PAYLOAD_DEPTH", 32, minimum=1)
+# The furthest ahead a run_at may be. A year covers any schedule the platform keeps (trial
+# reminders, backoffs of at most 30 min); a later moment is far more likely a computed date
+# gone wrong, and the job would wait through every deploy and type change until then.
+JOBS_MAX_RUN_AT_DAYS = env.number("JOBS_MAX_RUN_AT_DAYS", 365.0, minimum=0.01)
 JOBS_PRUNE_BATCH = env.integer("JOBS_PRUNE_BATCH", 5000, minimum=1)
 JOBS_CLOUDWATCH_NAMESPACE = env.text("JOBS_CLOUDWATCH_NAMESPACE", "")
 # The "failed jobs" figure counts jobs that failed for good within this many seconds: set

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.context import JobContext
 from jobs.errors import (
+    InvalidJobOption,
     InvalidPayload,
     InvalidTransition,
     JobError,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from jobs.models import Job
 
 __all__ = [
+    "InvalidJobOption",
     "InvalidPayload",
     "InvalidTransition",
     "Job",

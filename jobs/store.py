@@ -25,9 +25,9 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from jobs import registry, sql
-from jobs.errors import InvalidPayload, InvalidTransition, UnknownJobType
-from jobs.models import ACTIVE, FINISHED, Job, JobAttempt, Priority, Status, Worker
+from jobs import registry, sql, validation
+from jobs.errors import InvalidJobOption, InvalidPayload, InvalidTransition, UnknownJobType
+from jobs.models import ACTIVE, FINISHED, Job, JobAttempt, Status, Worker
 
 logger = logging.getLogger("jobs.store")
 
@@ -88,15 +88,6 @@ def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...
             return cursor.fetchall()
 
 
-def _payload_text(payload: Any) -> str:
-    if not isinstance(payload, dict):
-        raise InvalidPayload(f"The payload must be a dict of JSON values, got {type(payload).__name__}.")
-    try:
-        return json.dumps(payload, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidPayload(f"The payload is not JSON-safe: {exc}.") from None
-
-
 def notify(queues: Iterable[str]) -> None:
     """Wake idle workers of these queues (at commit). Enqueue does it by trigger."""
     if not _on_postgres():
@@ -122,15 +113,20 @@ def enqueue(
     With a dedupe key (derived from the payload when the type declares one, else the
     caller's ``dedupe_key``), a queued or running job of the same type and key is returned
     instead of adding a second one; the database's partial unique index decides races.
+
+    Everything is checked before the first statement (``jobs.validation``): a refused
+    payload or option raises ``InvalidPayload`` or ``InvalidJobOption`` and leaves the
+    caller's transaction as it was.
     """
     job_type = registry.get(type_name)
     payload = {} if payload is None else payload
-    payload_text = _payload_text(payload)
-    dedupe_key = job_type.dedupe_key(payload, dedupe_key)
+    payload_text = validation.payload_text(payload)
+    dedupe_key = _dedupe_key(job_type, payload, validation.dedupe_key(dedupe_key))
+    run_at = validation.run_at(run_at)
     fields: dict[str, Any] = {
         "type": job_type.name,
         "queue": job_type.queue,
-        "priority": int(Priority.named(priority or job_type.priority)),
+        "priority": validation.priority(priority if priority is not None else job_type.priority),
         "payload": payload,
         "max_attempts": job_type.attempts,
         "dedupe_key": dedupe_key,
@@ -147,6 +143,14 @@ def enqueue(
         if existing is not None:
             return existing
     raise IntegrityError(f"Could not enqueue {type_name} with dedupe key {dedupe_key!r}.")
+
+
+def _dedupe_key(job_type: registry.JobType, payload: dict[str, Any], given: str | None = None) -> str | None:
+    """The key an enqueue stores; one made from the payload must fit its column too."""
+    key = job_type.dedupe_key(payload, given)
+    if job_type.dedupe is None:
+        return key
+    return validation.dedupe_key(key, error=InvalidPayload)
 
 
 def _insert_one(fields: dict[str, Any], payload_text: str) -> Job | None:
@@ -195,19 +199,21 @@ def enqueue_many(
     """
     job_type = registry.get(type_name)
     if job_type.dedupe is not None and dedupe_keys is not None:
-        raise ValueError(
+        raise InvalidJobOption(
             f"Job type {type_name!r} derives its dedupe keys from the payloads; do not pass them."
         )
+    # Every payload and option is checked before the first batch is written.
     texts: list[str] = []
     keys: list[str | None] = []
     for payload in payloads:
-        texts.append(_payload_text(payload))
-        keys.append(job_type.dedupe_key(payload))
+        texts.append(validation.payload_text(payload))
+        keys.append(_dedupe_key(job_type, payload))
     if dedupe_keys is not None:
-        keys = list(dedupe_keys)
+        keys = [validation.dedupe_key(key) for key in dedupe_keys]
         if len(keys) != len(texts):
-            raise ValueError("dedupe_keys must have one entry per payload.")
-    priority_number = int(Priority.named(priority or job_type.priority))
+            raise InvalidJobOption("dedupe_keys must have one entry per payload.")
+    run_at = validation.run_at(run_at)
+    priority_number = validation.priority(priority if priority is not None else job_type.priority)
     added = 0
     for start in range(0, len(texts), batch_size):
         chunk, chunk_keys = texts[start : start + batch_size], keys[start : start + batch_size]
