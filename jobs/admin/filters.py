@@ -1,4 +1,5 @@
-"""The section's list filters: choices come from the registry, never from the table."""
+"""The section's list filters: choices come from the registry, never from the table; and
+the rule that the URL may set these filters and nothing else."""
 
 from __future__ import annotations
 
@@ -10,6 +11,23 @@ from django.http import HttpRequest
 
 from jobs import registry
 from jobs.models import Status
+
+
+class OwnFiltersOnlyMixin:
+    """A list takes from its URL only its own filters (besides the admin's page, search,
+    "show all" and error parameters, which never reach a lookup).
+
+    Django's admin turns any other parameter into a queryset lookup for anyone who may see
+    the list: ``?error__regex=`` or ``?payload__contains=`` would make PostgreSQL scan and
+    match every row, again on every 3-second refresh. Such a URL is a bad request (400): a
+    list silently shown unfiltered would look filtered to whoever follows the link."""
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        own = {
+            getattr(list_filter, "parameter_name", None)
+            for list_filter in self.get_list_filter(request)  # type: ignore[attr-defined]
+        }
+        return lookup in own
 
 
 class ChoiceFilter(admin.SimpleListFilter):
