@@ -95,7 +95,8 @@ JOBS_HEARTBEAT_INTERVAL = env.number("JOBS_HEARTBEAT_INTERVAL", 15.0, minimum=0.
 JOBS_REAP_AFTER = env.number("JOBS_REAP_AFTER", 300.0, minimum=0.1)
 JOBS_WORKER_LEASE = env.number("JOBS_WORKER_LEASE", 60.0, minimum=0.1)
 JOBS_SHUTDOWN_TIMEOUT = env.number("JOBS_SHUTDOWN_TIMEOUT", 120.0)
-JOBS_PROGRESS_INTERVAL = env.number("JOBS_PROGRESS_INTERVAL", 0.5)
+# The supervisor writes each running job's latest progress report at most this often.
+JOBS_PROGRESS_INTERVAL = env.number("JOBS_PROGRESS_INTERVAL", 0.5, minimum=0.05)
 JOBS_PREFETCH_WINDOW = env.number("JOBS_PREFETCH_WINDOW", 0.02)
 JOBS_MAX_PREFETCH = env.integer("JOBS_MAX_PREFETCH", 32)
 JOBS_ACK_BATCH = env.integer("JOBS_ACK_BATCH", 32, minimum=1)

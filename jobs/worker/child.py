@@ -2,11 +2,13 @@
 
 It waits for a batch (one job for slow types, a few for very short ones), runs the jobs in
 order, reports each failure at once and the end of the batch, and waits again. What the
-two processes tell each other is in ``jobs.worker.messages``.
+two processes tell each other is in ``jobs.worker.messages``; a handler's progress goes
+into the child's slot in shared memory, for the supervisor to write (``jobs.worker.progress``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -14,6 +16,7 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
@@ -24,12 +27,15 @@ from jobs.context import JobContext
 from jobs.errors import PermanentError, UnknownJobType
 from jobs.worker import messages
 from jobs.worker.messages import CURRENT, STARTED, FromChild, JobFailed, SharedState, Stop
+from jobs.worker.progress import ProgressSlot
 
 if TYPE_CHECKING:
     from jobs.store import Failure
 
 
-def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int) -> None:
+def main(
+    conn: Connection, state: SharedState, progress: ProgressSlot, worker: str, supervisor_pid: int
+) -> None:
     """Entry point of a child process."""
     # The supervisor owns shutdown: a Ctrl-C or SIGTERM sent to the whole process group
     # must not break the job this child is running.
@@ -49,7 +55,8 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
         for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
-            failure = run(job_id, type_name, payload_text, attempt, max_attempts, worker)
+            report = functools.partial(progress.put, job_id, attempt)
+            failure = run(job_id, type_name, payload_text, attempt, max_attempts, worker, report)
             if failure is not None:
                 close_old_connections()
                 if not _send(conn, JobFailed(index, failure)):
@@ -84,9 +91,16 @@ def _send(conn: Connection, message: FromChild) -> bool:
 
 
 def run(
-    job_id: int, type_name: str, payload_text: str, attempt: int, max_attempts: int, worker: str
+    job_id: int,
+    type_name: str,
+    payload_text: str,
+    attempt: int,
+    max_attempts: int,
+    worker: str,
+    report: Callable[[int, str], None],
 ) -> Failure | None:
-    """Run one job; None on success, else what went wrong."""
+    """Run one job; None on success, else what went wrong. ``report`` takes the handler's
+    progress (``jobs.worker.progress``: the supervisor writes it to the row)."""
     try:
         job_type = registry.get(type_name)
         payload = json.loads(payload_text)
@@ -96,7 +110,7 @@ def run(
             attempt=attempt,
             max_attempts=max_attempts,
             worker=worker,
-            report=ProgressReporter(worker, job_id, attempt),
+            report=report,
         )
         job_type.func(ctx, **payload)
         return None
@@ -118,22 +132,3 @@ def _failure(exc: BaseException, *, retryable: bool) -> Failure:
     cls = type(exc)
     name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
     return Failure(name, str(exc), traceback.format_exc(), retryable)
-
-
-class ProgressReporter:
-    """Writes a handler's progress to the job row, at most once per interval."""
-
-    def __init__(self, worker: str, job_id: int, attempt: int) -> None:
-        self.worker, self.job_id, self.attempt = worker, job_id, attempt
-        self.last_write = float("-inf")  # the first report is always written
-
-    def __call__(self, percent: int, message: str) -> None:
-        from django.conf import settings
-
-        from jobs.store import set_progress
-
-        now = time.monotonic()
-        if now - self.last_write < settings.JOBS_PROGRESS_INTERVAL and percent < 100:
-            return
-        self.last_write = now
-        set_progress(self.worker, self.job_id, self.attempt, percent, message)

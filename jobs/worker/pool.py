@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from jobs.store import ClaimedJob
 from jobs.worker import messages
 from jobs.worker.messages import CURRENT, STARTED, FromChild, RunBatch
+from jobs.worker.progress import ProgressSlot
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(["jobs.worker.preload"])
@@ -39,9 +40,11 @@ class Child:
 
         self.lane = lane
         self.state = _context.RawArray("d", 2)  # shared: index of the running job, its start
+        self.progress = ProgressSlot(_context)  # shared: the running job's latest report
+        self.progress_written = 0  # the slot's sequence last written to a row
         self.conn, theirs = _context.Pipe()
         self.process = _context.Process(
-            target=child.main, args=(theirs, self.state, worker, os.getpid()), daemon=True
+            target=child.main, args=(theirs, self.state, self.progress, worker, os.getpid()), daemon=True
         )
         self.process.start()
         theirs.close()

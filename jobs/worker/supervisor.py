@@ -4,7 +4,8 @@ reaps, wakes on NOTIFY, and stops gracefully.
 It only calls ``jobs.store``, in one thread, between waits, and always through its
 ``DatabaseGuard`` (``jobs.worker.guard``): a database outage pauses claiming while the
 ``ResultBuffer`` (``jobs.worker.results``) keeps the children's results until the database
-is back.
+is back. The handlers' progress reaches the rows through its ``ProgressWriter``
+(``jobs.worker.progress``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronousl
 from jobs.worker.listener import Listener
 from jobs.worker.messages import JobFailed
 from jobs.worker.pool import Child, Lane
+from jobs.worker.progress import ProgressWriter
 from jobs.worker.results import ResultBuffer
 
 logger = logging.getLogger("jobs.worker")
@@ -55,6 +57,7 @@ class Supervisor:
         self.selector: selectors.BaseSelector = selectors.DefaultSelector()
         self.db = DatabaseGuard(settings.JOBS_WORKER_LEASE, on_outage=self._close_listener)
         self.results = ResultBuffer(self.name, self.db, ack_batch=settings.JOBS_ACK_BATCH)
+        self.progress = ProgressWriter(self.name, self.db, settings.JOBS_PROGRESS_INTERVAL)
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
@@ -163,6 +166,8 @@ class Supervisor:
                 self._fill_and_dispatch()
                 if self.options.burst and self._drained():
                     return
+            if self._busy():
+                self.progress.write_due(self._busy_children())
             if self.results.flush_due(now, self._busy):
                 self.results.flush()
             for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
@@ -171,6 +176,9 @@ class Supervisor:
 
     def _busy(self) -> bool:
         return any(child.busy for lane in self.lanes for child in lane.children)
+
+    def _busy_children(self) -> list[Child]:
+        return [child for lane in self.lanes for child in lane.children if child.busy]
 
     def _drained(self) -> bool:
         if self._busy() or any(lane.buffer or lane.maybe_work for lane in self.lanes):
@@ -198,6 +206,7 @@ class Supervisor:
                     timeout = self._timeout(job.type)
                     if timeout:
                         deadlines.append(started + timeout)
+                    deadlines.append(self.progress.deadline())
         ack_deadline = self.results.ack_deadline()
         if ack_deadline is not None:
             deadlines.append(ack_deadline)
@@ -355,6 +364,7 @@ class Supervisor:
             message = child.receive()
         except (EOFError, OSError):
             return False
+        self.progress.write(child)  # a job ended: its last report, before its result
         if isinstance(message, JobFailed):
             child.failed.add(message.position)
             took = time.monotonic() - child.started

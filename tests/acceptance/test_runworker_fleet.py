@@ -161,6 +161,24 @@ def test_progress__reaches_the_row_while_the_job_runs(start_worker, tmp_path):
     assert done.progress == 100
 
 
+def test_progress__the_last_report_before_a_long_step_reaches_the_row(start_worker, tmp_path):
+    """Reports that come within the progress interval are not dropped: the latest one is
+    written when the interval ends, though the handler reports nothing more (it is busy)."""
+    start_worker("--concurrency", "1", "--name", "reporter", env={"JOBS_PROGRESS_INTERVAL": "1"})
+    gate = tmp_path / "gate"
+    job = store.enqueue("test.report", {"messages": ["A", "B"], "gate": str(gate)})
+
+    shown = wait_for(
+        lambda: Job.objects.filter(pk=job.pk, status=Status.RUNNING, progress_message="B").first(),
+        timeout=30,
+        message="the report B on the running job's row",
+    )
+
+    assert shown.progress == 20
+    gate.touch()
+    assert wait_status(job.pk, Status.SUCCEEDED).progress_message == "B"
+
+
 def test_crash_and_timeout_inside_a_batch__the_other_jobs_run_exactly_once(start_worker):
     """Short jobs go to a child in batches; a job that kills its child or times out in the
     middle of one fails alone, and the jobs around it run once each."""

@@ -75,6 +75,16 @@ def progress(ctx: JobContext, *, steps: int = 5, pause: float = 0.6, gate: str =
             _wait_for_gate(gate)
 
 
+@job("test.report", queue="default", attempts=1)
+def report(ctx: JobContext, *, messages: list[str], gate: str = "") -> None:
+    """Reports each message at once, one right after the other, then holds until ``gate``
+    exists: a handler busy in a long step right after its last report."""
+    for number, message in enumerate(messages, start=1):
+        ctx.progress(number * 10, message)
+    if gate:
+        _wait_for_gate(gate)
+
+
 @job("test.slow", queue="default", attempts=3, timeout=0.5, backoff=(0.1,))
 def slow(ctx: JobContext, *, seconds: float = 5.0) -> None:
     time.sleep(seconds)
