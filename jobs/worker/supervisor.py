@@ -413,7 +413,7 @@ class Supervisor:
         if child.busy:
             failure = Failure("WorkerCrashed", f"The child process running this job {how}.")
             self._salvage(child, failure=failure, what="crashed")
-        else:
+        elif not self.stopping:  # a stopping worker replaces nothing
             logger.warning("An idle child process %s; replacing it.", how)
         self._replace(child)
 

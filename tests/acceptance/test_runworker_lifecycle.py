@@ -110,6 +110,27 @@ def test_sigterm__a_job_finishing_during_shutdown_is_not_taken_by_another_worker
     assert not JobAttempt.objects.exists()
 
 
+def test_sigterm_to_the_whole_process_group__running_job_finishes_and_nothing_is_replaced(
+    start_worker, tmp_path
+):
+    """A stopping worker replaces no child, and says nothing of it, also when the signal
+    reaches every process of the worker at once (the forkserver included)."""
+    marker = tmp_path / "started"
+    job = store.enqueue("test.sleep", {"seconds": 2, "marker": str(marker)})
+    worker = start_worker("--concurrency", "2", "--shutdown-timeout", "60", "--name", "grouped")
+    wait_file(marker)
+
+    worker.signal_group(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (Status.SUCCEEDED, 1)
+    assert not JobAttempt.objects.exists()
+    log = worker.log()
+    assert "Worker grouped stopped." in log
+    assert "replacing" not in log and "child process" not in log
+
+
 def test_database_unreachable__worker_logs_that_it_retries_instead_of_crashing(start_worker):
     worker = start_worker(
         "--concurrency",
