@@ -497,7 +497,8 @@ class ReapResult:
 
 
 def reap(now: datetime | None = None) -> ReapResult:
-    """Take back running jobs whose worker went silent.
+    """Take back running jobs whose worker went silent: each counts as a failed try and
+    returns after its type's backoff (or fails, with no attempt left).
 
     A job is silent when its heartbeat is older than ``JOBS_REAP_AFTER``, or when the
     worker holding it stopped updating its registry row for ``JOBS_WORKER_LEASE`` (so the
@@ -524,15 +525,18 @@ def _take_back(running) -> ReapResult:
     with transaction.atomic():
         # SKIP LOCKED: two reapers at once split the rows instead of waiting on each other.
         jobs = list(running.select_for_update(skip_locked=True).order_by("id")[:1000])
+        now = timezone.now()
         for job in jobs:
             worker = job.locked_by or ""
             lost = Failure("WorkerLost", f"Worker {worker} stopped answering.", retryable=True)
             if job.attempts >= job.max_attempts:
-                job.status, job.finished_at = Status.FAILED, timezone.now()
+                job.status, job.finished_at = Status.FAILED, now
                 job.error = job.message = BUDGET_EXHAUSTED
                 failed += 1
             else:
-                job.status, job.run_at = Status.QUEUED, timezone.now()
+                # After the type's backoff, as after any failed try: a job that kills its
+                # worker must not go straight on to kill the next one.
+                job.status, job.run_at = Status.QUEUED, now + _backoff(job)
                 job.message = REQUEUED_AFTER_RESTART
                 job.locked_by = None
                 requeued += 1
@@ -556,6 +560,15 @@ def _take_back(running) -> ReapResult:
             "Reaper took back %d jobs (%d requeued, %d failed).", requeued + failed, requeued, failed
         )
     return ReapResult(requeued, failed)
+
+
+def _backoff(job: Job) -> timedelta:
+    """How long a job waits after its try number ``job.attempts`` was lost; none for a type
+    no longer declared (it fails at once when claimed)."""
+    try:
+        return timedelta(seconds=registry.get(job.type).delay_after(job.attempts))
+    except UnknownJobType:
+        return timedelta(0)
 
 
 def prune(older_than: timedelta | None = None, batch_size: int | None = None) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,29 @@ def test_kill_9__job_comes_back_through_the_reaper_and_finishes_on_another_worke
     assert Job.objects.filter(pk__in=queued, status=Status.SUCCEEDED).count() == len(queued)
     assert set(Execution.objects.filter(job_id__in=queued).values_list("job_id", flat=True)) == set(queued)
     assert "Reaper took back" in rescuer.log()
+
+
+def test_kill_9__a_job_that_kills_its_worker_waits_out_its_backoff_instead_of_killing_the_next(
+    start_worker, tmp_path
+):
+    runs = tmp_path / "runs"
+    victim = start_worker("--concurrency", "1", "--name", "victim")
+    job = store.enqueue("test.kill_worker", {"marker": str(runs)})  # backoff 600 s
+    assert victim.wait(timeout=30) != 0  # the job took its whole worker down
+
+    rescuer = start_worker("--concurrency", "1", "--name", "rescuer")
+    lost = wait_for(
+        lambda: JobAttempt.objects.filter(job_id=job.pk, error_class="WorkerLost").first(),
+        timeout=60,
+        message="the reaper to take the job back",
+    )
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.message) == (Status.QUEUED, 1, "Requeued after a worker restart.")
+    assert job.run_at >= lost.failed_at + timedelta(seconds=500)  # not at once: after its backoff
+    wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED)  # the rescuer works on
+    assert rescuer.process.poll() is None
+    assert runs.read_text().split() == ["1"]  # it ran once, on the victim only
 
 
 def test_os_exit__fails_only_that_try_and_the_worker_goes_on(start_worker):

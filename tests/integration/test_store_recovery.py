@@ -15,7 +15,7 @@ from django.utils import timezone
 from jobs import store
 from jobs.errors import InvalidTransition
 from jobs.models import Job, JobAttempt, Status, Worker
-from tests.support.job_states import claim_one, make_silent
+from tests.support.job_states import claim_one, make_due, make_silent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,10 +23,11 @@ BOOM = store.Failure("RuntimeError", "boom", "Traceback ...")
 
 
 def _reclaimed_by_another_worker(job: Job) -> tuple[store.ClaimedJob, store.ClaimedJob]:
-    """w1 claims, goes silent, the reaper takes the job back, w2 claims it."""
+    """w1 claims, goes silent, the reaper takes the job back, w2 claims it (after its backoff)."""
     stale = claim_one("w1")
     make_silent(job.pk, 3600)
     assert store.reap() == store.ReapResult(requeued=1)
+    make_due(job.pk)
     fresh = claim_one("w2")
     assert (fresh.id, fresh.attempt) == (job.pk, 2)
     return stale, fresh
@@ -68,6 +69,7 @@ def test_complete__stale_attempt_of_the_same_worker_is_dropped():
     first = claim_one("w1")
     make_silent(job.pk, 3600)
     store.reap()
+    make_due(job.pk)
     second = claim_one("w1")
     assert store.complete("w1", [(first.id, first.attempt)]) == []
     assert store.set_progress("w1", first.id, first.attempt, 50, "late") is False
@@ -110,13 +112,51 @@ def test_reap__requeues_silent_jobs_and_leaves_live_ones():
     assert live.status == Status.RUNNING
     [lost] = JobAttempt.objects.filter(job=silent)
     assert (lost.error_class, lost.worker, lost.outcome) == ("WorkerLost", "w1", "queued")
-    # Requeued for now, not after a backoff: another worker takes it at once.
-    assert claim_one("w2").id == silent.pk
+
+
+def test_reap__a_dead_workers_job_waits_out_its_types_backoff_before_it_returns():
+    """A job that kills its worker would otherwise go straight to the next worker, and the
+    next, through the whole fleet."""
+    job = store.enqueue("test.fail", {})  # backoff 30 s, 120 s, 480 s
+    claim_one("w1", "test.fail")
+    make_silent(job.pk, 3600)
+
+    before = timezone.now()
+    assert store.reap() == store.ReapResult(requeued=1)
+    after = timezone.now()
+
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED
+    assert before + timedelta(seconds=30) <= job.run_at <= after + timedelta(seconds=30)
+    assert store.claim("w2", ["default"], 1) == []  # not before its backoff
+    make_due(job.pk)
+    claim_one("w2", "test.fail")
+    make_silent(job.pk, 3600)
+    before = timezone.now()
+    store.reap()
+    job.refresh_from_db()
+    assert job.run_at >= before + timedelta(seconds=120)  # the second step of the schedule
+
+
+@override_settings(JOBS_WORKER_LEASE=60)
+def test_register_worker__a_restarted_workers_leftover_job_waits_out_its_backoff():
+    store.register_worker("w1", "host", 100, ["default:1"])
+    job = store.enqueue("test.fail", {})
+    claim_one("w1", "test.fail")
+    Worker.objects.filter(name="w1").update(last_seen=timezone.now() - timedelta(hours=1))
+
+    before = timezone.now()
+    store.register_worker("w1", "host", 101, ["default:1"])
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (Status.QUEUED, 1)
+    assert job.run_at >= before + timedelta(seconds=30)
 
 
 def test_reap__fails_a_silent_job_whose_budget_is_spent():
     job = store.enqueue("test.fail", {})  # 3 attempts
     for _ in range(3):
+        make_due(job.pk)  # its backoff has passed
         claim_one("w1", "test.fail")
         make_silent(job.pk, 3600)
         store.reap()

@@ -29,7 +29,7 @@ def _wait_for_gate(gate: str, longest: float = 60.0) -> None:
         time.sleep(0.02)
 
 
-@job("test.sleep", queue="default", attempts=3)
+@job("test.sleep", queue="default", attempts=3, backoff=(0.2,))
 def sleep(ctx: JobContext, *, seconds: float, marker: str = "", gate: str = "") -> None:
     if marker:
         Path(marker).write_text(str(os.getpid()))
@@ -44,6 +44,15 @@ def sleep(ctx: JobContext, *, seconds: float, marker: str = "", gate: str = "") 
 @job("test.exit", queue="default", attempts=2, backoff=(0.2,))
 def exit_process(ctx: JobContext, *, code: int = 1) -> None:
     os._exit(code)
+
+
+@job("test.kill_worker", queue="default", attempts=3, backoff=(600,))
+def kill_worker(ctx: JobContext, *, marker: str) -> None:
+    """Kills the whole worker it runs in (its process group), as an OOM kill of the task
+    would; writes ``marker`` first, once per run."""
+    with open(marker, "a") as out:
+        out.write(f"{ctx.attempt}\n")
+    os.killpg(os.getpgid(0), 9)
 
 
 @job("test.segfault", queue="default", attempts=1)
