@@ -71,6 +71,7 @@ __all__ = [
     "active_job",
     "cancel",
     "cancel_if_queued",
+    "dismiss",
     "enqueue",
     "enqueue_many",
     "has_active_job",
@@ -210,6 +211,14 @@ def retry(job: Job | int) -> Job:
     from jobs import store
 
     return store.retry(job)
+
+
+def dismiss(job: Job | int) -> Job:
+    """Take a failed job off its queue's failed list (it stays failed, and is pruned in
+    time); any other status, or a job already dismissed, raises ``InvalidTransition``."""
+    from jobs import store
+
+    return store.dismiss(job)
 
 
 # --- the admin page -------------------------------------------------------------------------

@@ -64,6 +64,9 @@ class Job(models.Model):
     progress_message = models.CharField(max_length=500, blank=True, default="")
     error = models.TextField(blank=True, default="")
     message = models.CharField(max_length=200, blank=True, default="")
+    # A failed job stays failed (in its queue's failed list) until an operator retries or
+    # dismisses it; dismissed, it leaves the failed list and is pruned after the retention.
+    dismissed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "jobs_job"

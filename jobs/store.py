@@ -1,7 +1,7 @@
 """The only code that changes a job's status: one function per verb.
 
 enqueue, enqueue_many, claim, complete, fail, release, heartbeat, set_progress, cancel,
-cancel_if_queued, retry, reap, recover_worker, prune. The worker calls these; it never
+cancel_if_queued, retry, dismiss, reap, recover_worker, prune. The worker calls these; it never
 writes SQL itself.
 
 Every fenced verb (complete, fail, release, set_progress) applies only while the job is
@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from jobs import registry, sql, validation
 from jobs.errors import InvalidJobOption, InvalidPayload, InvalidTransition, UnknownJobType
-from jobs.models import ACTIVE, FINISHED, Job, JobAttempt, Status, Worker
+from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
 logger = logging.getLogger("jobs.store")
 
@@ -36,6 +36,7 @@ REQUEUED_AFTER_RESTART = "Requeued after a worker restart."
 BUDGET_EXHAUSTED = "Worker died and the retry budget is exhausted."
 REQUEUED_AT_SHUTDOWN = "Stopped at worker shutdown and requeued."
 CANCELLED = "Cancelled."
+DISMISSED = "Dismissed by an administrator."
 
 
 class ClaimedJob(NamedTuple):
@@ -472,7 +473,7 @@ def retry(job: Job | int) -> Job:
             row.error = ""
             row.message = REQUEUED_BY_ADMIN
             row.run_at = timezone.now()
-            row.started_at = row.finished_at = row.heartbeat_at = None
+            row.started_at = row.finished_at = row.heartbeat_at = row.dismissed_at = None
             row.locked_by = None
             row.progress = None
             row.progress_message = ""
@@ -484,6 +485,23 @@ def retry(job: Job | int) -> Job:
             f"Job #{job_id} cannot be retried: another {row.type} job with dedupe key "
             f"{row.dedupe_key!r} is already queued or running."
         ) from None
+    return row
+
+
+def dismiss(job: Job | int) -> Job:
+    """Take a failed job off its queue's failed list: an operator has seen it and will not
+    retry it. It stays failed, with its error and tries, and is pruned once it has been
+    dismissed for ``JOBS_KEEP_FINISHED_DAYS``."""
+    job_id = job.pk if isinstance(job, Job) else job
+    with transaction.atomic():
+        row = Job.objects.select_for_update().get(pk=job_id)  # the one row, until dismissed
+        if row.status != Status.FAILED:
+            raise InvalidTransition(f"Only a failed job can be dismissed; job #{row.pk} is {row.status}.")
+        if row.dismissed_at is not None:
+            raise InvalidTransition(f"Job #{row.pk} is already dismissed.")
+        row.dismissed_at = timezone.now()
+        row.message = DISMISSED
+        row.save(update_fields=["dismissed_at", "message"])
     return row
 
 
@@ -572,7 +590,10 @@ def _backoff(job: Job) -> timedelta:
 
 
 def prune(older_than: timedelta | None = None, batch_size: int | None = None) -> int:
-    """Delete finished jobs older than the retention, in batches; returns how many."""
+    """Delete finished jobs older than the retention, in batches; returns how many.
+
+    Succeeded and cancelled jobs count from when they finished. A failed job stays, however
+    old, until it is retried or dismissed; a dismissed one counts from its dismissal."""
     if older_than is None:
         older_than = timedelta(days=settings.JOBS_KEEP_FINISHED_DAYS)
     batch_size = batch_size or settings.JOBS_PRUNE_BATCH
@@ -581,7 +602,10 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     while True:
         # Each batch is its own short transaction so pruning never holds many locks.
         ids = list(
-            Job.objects.filter(status__in=FINISHED, finished_at__lt=cutoff)
+            Job.objects.filter(
+                Q(status__in=(Status.SUCCEEDED, Status.CANCELLED), finished_at__lt=cutoff)
+                | Q(status=Status.FAILED, dismissed_at__lt=cutoff)
+            )
             .order_by("id")  # oldest first, along the primary key
             .values_list("id", flat=True)[:batch_size]
         )

@@ -69,7 +69,10 @@ def status_counts(statuses: Iterable[str] = TILE_STATUSES) -> dict[str, StatusCo
     """
     counts: dict[str, StatusCount] = {}
     for status in statuses:
-        bounded = Job.objects.filter(status=status).order_by()[: EXACT_UP_TO + 1].count()
+        rows = Job.objects.filter(status=status)
+        if status == Status.FAILED:  # the failed list: dismissed jobs have left it
+            rows = rows.filter(dismissed_at__isnull=True)
+        bounded = rows.order_by()[: EXACT_UP_TO + 1].count()
         if bounded <= EXACT_UP_TO:
             counts[status] = StatusCount(status, bounded, exact=True)
         else:

@@ -56,12 +56,25 @@ class JobListFilter(ChoiceFilter):
     template = "admin/platform/job/filter.html"
 
 
+#: The status filter's choice for failed jobs an operator dismissed: they are no longer in
+#: the failed list (``jobs.store.dismiss``).
+DISMISSED = "dismissed"
+
+
 class StatusFilter(JobListFilter):
     title = "status"
     parameter_name = field = "status"
 
     def choices_from(self) -> list[tuple[str, str]]:
-        return [(value, str(label)) for value, label in Status.choices]
+        return [(value, str(label)) for value, label in Status.choices] + [(DISMISSED, "failed, dismissed")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == Status.FAILED:
+            return queryset.filter(status=Status.FAILED, dismissed_at__isnull=True)
+        if value == DISMISSED:
+            return queryset.filter(status=Status.FAILED, dismissed_at__isnull=False)
+        return super().queryset(request, queryset)
 
 
 class QueueFilter(JobListFilter):

@@ -73,7 +73,7 @@ class JobAdmin(
         (None, {"fields": ("type", "queue", "priority", "status_badge", "message", "dedupe_key")}),
         ("Progress", {"fields": ("progress_text", "error_text", "attempts_cell")}),
         ("Worker", {"fields": ("locked_by", "heartbeat")}),
-        ("Timestamps", {"fields": ("created", "due", "started", "finished", "took")}),
+        ("Timestamps", {"fields": ("created", "due", "started", "finished", "took", "dismissed")}),
         ("Payload", {"fields": ("payload_text",)}),
     )
     readonly_fields = (
@@ -88,6 +88,7 @@ class JobAdmin(
         "due",
         "started",
         "finished",
+        "dismissed",
     )
 
     def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
@@ -285,6 +286,10 @@ class JobAdmin(
     @admin.display(description="finished")
     def finished(self, job: Job) -> SafeString | str:
         return exact_timestamp(job.finished_at)
+
+    @admin.display(description="dismissed")
+    def dismissed(self, job: Job) -> SafeString | str:
+        return exact_timestamp(job.dismissed_at)
 
     @admin.display(description="payload")
     def payload_text(self, job: Job) -> SafeString:

@@ -264,14 +264,15 @@ def test_prune__deletes_only_old_finished_jobs_in_batches():
     old = timezone.now() - timedelta(days=30)
     recent = timezone.now() - timedelta(days=1)
     finished = []
-    for status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED):
-        for _ in range(3):
+    for status, count in ((Status.SUCCEEDED, 5), (Status.CANCELLED, 4)):
+        for _ in range(count):
             finished.append(store.enqueue("test.noop", {}).pk)
             Job.objects.filter(pk=finished[-1]).update(status=status, finished_at=old)
-    with_attempt = store.enqueue("test.noop", {})
+    dismissed = store.enqueue("test.noop", {})
     claimed = claim_one("w1")
     store.fail("w1", claimed.id, claimed.attempt, store.Failure("E", "x", retryable=False))
-    Job.objects.filter(pk=with_attempt.pk).update(finished_at=old)
+    store.dismiss(dismissed.pk)
+    Job.objects.filter(pk=dismissed.pk).update(finished_at=old, dismissed_at=old)
     kept_recent = store.enqueue("test.noop", {})
     Job.objects.filter(pk=kept_recent.pk).update(status=Status.SUCCEEDED, finished_at=recent)
     kept_queued = store.enqueue("test.noop", {})
@@ -286,6 +287,47 @@ def test_prune__deletes_only_old_finished_jobs_in_batches():
     assert all(statements[i - 1] == "BEGIN" and statements[i + 1] == "COMMIT" for i in deletes)
     assert set(Job.objects.values_list("pk", flat=True)) == {kept_recent.pk, kept_queued.pk}
     assert not JobAttempt.objects.exists()
+
+
+def test_prune__keeps_failed_jobs_until_they_are_dismissed_then_for_the_retention():
+    """ "After three failed tries it stays failed, in the queue's failed list": however old,
+    until an operator retries or dismisses it."""
+    years_ago = timezone.now() - timedelta(days=1000)
+    failed = store.enqueue("test.fail", {})
+    Job.objects.filter(pk=failed.pk).update(status=Status.FAILED, attempts=3, finished_at=years_ago)
+
+    assert store.prune(timedelta(days=14)) == 0
+    store.dismiss(failed.pk)
+    assert store.prune(timedelta(days=14)) == 0  # dismissed just now: kept for the retention
+    Job.objects.filter(pk=failed.pk).update(dismissed_at=timezone.now() - timedelta(days=15))
+    assert store.prune(timedelta(days=14)) == 1
+
+
+def test_dismiss__takes_a_failed_job_off_the_failed_list_and_retry_puts_it_back():
+    job = store.enqueue("test.fail", {})
+    Job.objects.filter(pk=job.pk).update(status=Status.FAILED, attempts=3, error="RuntimeError: boom")
+
+    dismissed = store.dismiss(job.pk)
+
+    job.refresh_from_db()
+    assert dismissed.pk == job.pk
+    assert (job.status, job.error, job.message) == (Status.FAILED, "RuntimeError: boom", store.DISMISSED)
+    assert job.dismissed_at is not None
+    assert not Job.objects.filter(status=Status.FAILED, dismissed_at=None).exists()
+    with pytest.raises(InvalidTransition, match="already dismissed"):
+        store.dismiss(job.pk)
+    store.retry(job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.dismissed_at) == (Status.QUEUED, None)
+
+
+@pytest.mark.parametrize("status", [Status.QUEUED, Status.RUNNING, Status.SUCCEEDED, Status.CANCELLED])
+def test_dismiss__refuses_anything_but_a_failed_job(status):
+    job = store.enqueue("test.noop", {})
+    Job.objects.filter(pk=job.pk).update(status=status)
+    with pytest.raises(InvalidTransition, match="Only a failed job can be dismissed"):
+        store.dismiss(job.pk)
+    assert Job.objects.get(pk=job.pk).dismissed_at is None
 
 
 @override_settings(JOBS_KEEP_FINISHED_DAYS=14, JOBS_PRUNE_BATCH=5000)
