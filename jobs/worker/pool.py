@@ -1,9 +1,11 @@
 """Child processes and the lanes that own them.
 
 A lane is a set of queues with a number of slots (one child per slot), e.g.
-``--queue ai:1``: one kind of work cannot take another lane's slots. Children come from a
-forkserver that imported Django once, so a replacement starts in milliseconds and never
-inherits the supervisor's database sockets.
+``--queue ai:1``: one kind of work cannot take another lane's slots. A lane serving several
+queues (a plain ``runworker``: every queue, two slots) keeps a fair share: no queue may
+hold more than ``slots - 1`` of its children, so however long one queue's jobs run, a slot
+is left for the others. Children come from a forkserver that imported Django once, so a
+replacement starts in milliseconds and never inherits the supervisor's database sockets.
 
 A child runs one job at a time. Jobs that take well under the prefetch window (a few
 milliseconds) go to a child a few at a time, so the supervisor pays one message per batch
@@ -18,7 +20,8 @@ import multiprocessing
 import os
 import signal
 import time
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jobs.store import ClaimedJob
@@ -79,6 +82,7 @@ class Child:
     def finish(self) -> tuple[list[ClaimedJob], set[int], float]:
         batch, failed, took = self.batch, self.failed, time.monotonic() - self.sent_at
         self.batch, self.failed = [], set()
+        self.lane.slot_freed()
         return batch, failed, took
 
     def kill(self) -> None:
@@ -116,14 +120,89 @@ class Lane:
     maybe_work: bool = True
     # Moving average of one job's duration in this lane; sizes batches and prefetch.
     average_duration: float | None = None
+    # The queue a job type is declared on (the registry's), for the fair share.
+    queue_of: Callable[[str], str] = field(default=lambda type_name: "", repr=False)
+    # The last claim left out a queue at its share: look again when a child is free.
+    held_back: bool = False
 
     @property
     def label(self) -> str:
         return f"{','.join(self.queues)}:{self.slots}"
 
     @property
+    def share(self) -> int | None:
+        """The most children one queue may hold (None: no limit). Only a lane of several
+        queues has one, and only from two slots on: one slot cannot be shared.
+
+        A fixed share rather than one that lets a queue take the last slot while the others
+        have nothing due: a running job cannot be taken back, so a queue that filled every
+        slot with hour-long jobs would keep the others waiting an hour. A backlog of one
+        queue alone therefore runs on ``slots - 1`` children; name lanes with ``--queue``
+        (or raise ``--concurrency``) where that matters."""
+        if len(self.queues) > 1 and self.slots > 1:
+            return self.slots - 1
+        return None
+
+    @property
     def idle(self) -> list[Child]:
         return [child for child in self.children if not child.busy]
+
+    # --- the fair share ---------------------------------------------------------------------
+
+    def running(self) -> Counter[str]:
+        """Busy children per queue (a batch holds jobs of one queue)."""
+        return Counter(self.queue_of(child.batch[0].type) for child in self.children if child.busy)
+
+    def claimable(self, want: int, size: int) -> tuple[list[str], int]:
+        """The queues one claim may take from now, and at most how many jobs: up to
+        ``want``, and within each queue's share (children of ``size`` jobs each)."""
+        share = self.share
+        if share is None:
+            return self.queues, want
+        running = self.running()
+        buffered = Counter(self.queue_of(job.type) for job in self.buffer)
+        room = {queue: (share - running[queue]) * size - buffered[queue] for queue in self.queues}
+        open_queues = [queue for queue in self.queues if room[queue] > 0]
+        if not open_queues:
+            return [], 0
+        return open_queues, min(want, *(room[queue] for queue in open_queues))
+
+    def next_batch(self, size: int) -> list[ClaimedJob]:
+        """Up to ``size`` buffered jobs for an idle child, in claim order: with a share, of
+        the first queue that is below it, and of that queue only."""
+        share = self.share
+        if share is None:
+            return [self.buffer.popleft() for _ in range(min(size, len(self.buffer)))]
+        running = self.running()
+        queue = next(
+            (self.queue_of(job.type) for job in self.buffer if running[self.queue_of(job.type)] < share), None
+        )
+        if queue is None:
+            return []
+        batch: list[ClaimedJob] = []
+        kept: deque[ClaimedJob] = deque()
+        for job in self.buffer:
+            if len(batch) < size and self.queue_of(job.type) == queue:
+                batch.append(job)
+            else:
+                kept.append(job)
+        self.buffer = kept
+        return batch
+
+    def ready(self) -> int:
+        """How many buffered jobs an idle child may take now (all of them, without a share;
+        with one, those of queues below it)."""
+        share = self.share
+        if share is None:
+            return len(self.buffer)
+        running = self.running()
+        return sum(1 for job in self.buffer if running[self.queue_of(job.type)] < share)
+
+    def slot_freed(self) -> None:
+        if self.held_back:
+            self.maybe_work, self.held_back = True, False
+
+    # --- batches and prefetch -------------------------------------------------------------
 
     def batch_size(self, window: float) -> int:
         """Jobs per child message: as many as the child runs within ``window`` seconds at

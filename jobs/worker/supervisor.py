@@ -50,7 +50,9 @@ class Supervisor:
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.name = options.name
-        self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
+        self.lanes = [
+            Lane(queues=list(queues), slots=slots, queue_of=self._queue_of) for queues, slots in options.lanes
+        ]
         self.listener = Listener()
         self.listener_fd: int | None = None  # as registered with the selector
         # What is ready on each registered file: the callback that handles it.
@@ -66,6 +68,7 @@ class Supervisor:
         self.window = settings.JOBS_PREFETCH_WINDOW
         self.max_prefetch = settings.JOBS_MAX_PREFETCH
         self.timeouts: dict[str, float | None] = {}
+        self.declared_queues: dict[str, str] = {}
         self.log_jobs = logger.isEnabledFor(logging.INFO)
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -83,7 +86,10 @@ class Supervisor:
         logger.info(
             "Worker %s started: lanes %s%s.",
             self.name,
-            ", ".join(lane.label for lane in self.lanes),
+            ", ".join(
+                lane.label + (f" (at most {lane.share} per queue)" if lane.share else "")
+                for lane in self.lanes
+            ),
             ", burst" if self.options.burst else "",
         )
         try:
@@ -196,7 +202,7 @@ class Supervisor:
     def _wait_timeout(self, now: float) -> float:
         if not self.stopping and self.db.available(now):
             for lane in self.lanes:
-                if (lane.buffer or lane.maybe_work) and lane.idle:
+                if (lane.maybe_work or lane.ready()) and lane.idle:
                     return 0.0  # work to hand out right away
         deadlines = [self.next_heartbeat, self.stop_deadline if self.stopping else self.next_poll]
         for lane in self.lanes:
@@ -213,6 +219,15 @@ class Supervisor:
         if self.db.retry_at > now:
             deadlines.append(self.db.retry_at)
         return max(0.0, min(deadlines) - now)
+
+    def _queue_of(self, type_name: str) -> str:
+        """The queue a type is declared on; "" for a type no longer declared."""
+        if type_name not in self.declared_queues:
+            try:
+                self.declared_queues[type_name] = registry.get(type_name).queue
+            except UnknownJobType:
+                self.declared_queues[type_name] = ""
+        return self.declared_queues[type_name]
 
     def _timeout(self, type_name: str) -> float | None:
         if type_name not in self.timeouts:
@@ -288,24 +303,35 @@ class Supervisor:
             if not idle:
                 continue
             size = lane.batch_size(self.window)
-            if (
-                lane.maybe_work
-                and len(lane.buffer) < len(idle) * size
-                and self.db.available(time.monotonic())
-            ):
-                want = lane.claim_size(self.window, self.max_prefetch)
-                claimed = self.db.call(store.claim, self.name, lane.queues, want)
-                if claimed is not None:
-                    lane.buffer.extend(claimed)
-                    if claimed:
-                        self.burst_rechecked = False
-                    if len(claimed) < want:
-                        lane.maybe_work = False
+            if lane.maybe_work and lane.ready() < len(idle) * size and self.db.available(time.monotonic()):
+                self._claim(lane, size)
             for child in idle:
-                if not lane.buffer:
+                batch = lane.next_batch(size)
+                if not batch:
                     break
-                batch = [lane.buffer.popleft() for _ in range(min(size, len(lane.buffer)))]
                 self._start(child, batch)
+
+    def _claim(self, lane: Lane, size: int) -> None:
+        """Claim what the lane's idle children can take. With a fair share, the queues at
+        their share are left out, and a claim takes no more of a queue than its share has
+        room for, so it may take a few claims to fill the idle children."""
+        want = lane.claim_size(self.window, self.max_prefetch)
+        while want > 0:
+            queues, limit = lane.claimable(want, size)
+            if not queues:
+                lane.maybe_work, lane.held_back = False, True
+                return
+            claimed = self.db.call(store.claim, self.name, queues, limit)
+            if claimed is None:
+                return
+            lane.buffer.extend(claimed)
+            if claimed:
+                self.burst_rechecked = False
+            if len(claimed) < limit:
+                lane.maybe_work = False  # nothing more is due in these queues
+                lane.held_back = len(queues) < len(lane.queues)
+                return
+            want -= len(claimed)
 
     def _start(self, child: Child, batch: list[ClaimedJob]) -> None:
         if self.log_jobs:

@@ -46,6 +46,34 @@ def test_lanes__an_ai_job_runs_while_the_default_lane_is_full(start_worker, tmp_
     assert statuses == {Status.RUNNING: 1, Status.QUEUED: 2}
 
 
+def test_fair_share__two_long_ai_jobs_leave_a_slot_for_a_job_of_another_queue(start_worker, tmp_path):
+    """A plain runworker (two slots, every queue): no queue may hold both slots while
+    another queue has due jobs, so a job of another queue starts while the long ones wait
+    and run, here enqueued after the worker has had every chance to take both ai jobs."""
+    gate = tmp_path / "gate"
+    long_ai = [
+        store.enqueue("test.ai", {"marker": str(tmp_path / f"ai-{n}"), "gate": str(gate)}).pk
+        for n in range(2)
+    ]
+    worker = start_worker("--concurrency", "2", "--shutdown-timeout", "0.5", "--name", "shared")
+    wait_for(
+        lambda: any((tmp_path / f"ai-{n}").exists() for n in range(2)),
+        timeout=30,
+        message="an ai job to start",
+    )
+    wait_log(worker, "start test.ai")
+
+    other = store.enqueue("test.record", {})  # queue default, enqueued while the ai jobs hold on
+
+    wait_status(other.pk, Status.SUCCEEDED, timeout=30)
+    statuses = Counter(Job.objects.filter(pk__in=long_ai).values_list("status", flat=True))
+    assert statuses == {Status.RUNNING: 1, Status.QUEUED: 1}
+    assert "at most 1 per queue" in worker.log()
+    gate.touch()
+    for job_id in long_ai:  # the second ai job runs once a slot is free of the first
+        wait_status(job_id, Status.SUCCEEDED, timeout=30)
+
+
 def test_burst__drains_what_is_due_logs_each_job_and_exits(start_worker):
     due = [store.enqueue("test.record", {}).pk for _ in range(5)]
     due.append(store.enqueue("test.ai", {}).pk)

@@ -100,7 +100,11 @@ def slow(ctx: JobContext, *, seconds: float = 5.0) -> None:
 
 
 @job("test.ai", queue="ai", attempts=2)
-def ai_work(ctx: JobContext, *, seconds: float = 0.0) -> None:
+def ai_work(ctx: JobContext, *, seconds: float = 0.0, marker: str = "", gate: str = "") -> None:
+    if marker:
+        Path(marker).write_text(str(os.getpid()))
+    if gate:
+        _wait_for_gate(gate)
     if seconds:
         time.sleep(seconds)
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
