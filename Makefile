@@ -35,9 +35,11 @@ chromium:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 		|| echo "Could not install chromium; browser tests will be skipped." >&2; }
 
+# A development machine's settings: DEBUG=true lets the embedded defaults run without a
+# SECRET_KEY (production refuses to start without one).
 demo: venv
-	$(PY) manage.py migrate --verbosity 0
-	$(PY) manage.py demo
+	DEBUG=true $(PY) manage.py migrate --verbosity 0
+	DEBUG=true $(PY) manage.py demo
 
 test: venv-dev postgres chromium
 	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0

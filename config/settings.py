@@ -1,11 +1,16 @@
 """Settings, read from the environment through django-environ (see config/env.py).
 
-With no environment at all this runs on the embedded defaults: a SQLite file and a local
-folder under ``var/``, and the local rules classifier. Production sets ``DATABASE_URL`` to
-PostgreSQL, ``BLOB_STORAGE=s3`` and ``MODEL_PROVIDER=bedrock``.
+With ``DEBUG=true`` and nothing else this runs on the embedded defaults: a SQLite file and a
+local folder under ``var/``, and the local rules classifier (``make demo`` does that).
+Production leaves DEBUG off and sets ``SECRET_KEY`` (start-up stops without it),
+``DATABASE_URL`` to PostgreSQL, ``BLOB_STORAGE=s3`` and ``MODEL_PROVIDER=bedrock``; with
+DEBUG off the site is secure by default (HTTPS only, secure cookies, HSTS, a
+Content-Security-Policy), each setting overridable from the environment.
 """
 
 from pathlib import Path
+
+from django.utils.csp import CSP
 
 from config import env
 
@@ -13,8 +18,40 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env.text("VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env.flag("DEBUG", False)
-SECRET_KEY = env.text("SECRET_KEY", "insecure-embedded-default-key-set-SECRET_KEY-in-production")
+# Signs sessions, CSRF tokens and password-reset links. A built-in key is public (it is in
+# this file), so only a development machine (DEBUG) may run on one.
+SECRET_KEY = env.secret("SECRET_KEY", required=not DEBUG, fallback="insecure-development-key-for-DEBUG-only")
 ALLOWED_HOSTS = env.words("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+
+# --- HTTPS, cookies, headers -------------------------------------------------------------
+# Secure by default when DEBUG is off; each one can be set from the environment (say a
+# first deploy that tries HTTPS out with SECURE_HSTS_SECONDS=60).
+SECURE_SSL_REDIRECT = env.flag("SECURE_SSL_REDIRECT", not DEBUG)
+# /metrics is scraped from inside the network, often over plain HTTP, and guarded by its
+# own token or address list (JOBS_METRICS_TOKEN, JOBS_METRICS_ALLOWED_IPS).
+SECURE_REDIRECT_EXEMPT = env.words("SECURE_REDIRECT_EXEMPT", r"^metrics$")
+SESSION_COOKIE_SECURE = env.flag("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env.flag("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env.flag("SECURE_HSTS_PRELOAD", not DEBUG)
+# Behind a proxy that terminates TLS (a load balancer): the header it sets on requests that
+# came over HTTPS, e.g. "X-Forwarded-Proto: https"; without it the redirect above loops.
+SECURE_PROXY_SSL_HEADER = env.proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+# The site's own origins when a proxy changes the host or scheme, e.g. https://jobs.example.com.
+CSRF_TRUSTED_ORIGINS = env.origins("CSRF_TRUSTED_ORIGINS")
+# Scripts and style sheets only from this site, inline ones only with the request's nonce
+# (the admin's templates and ours carry it); no plugins, no framing, no foreign forms.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -32,6 +69,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -54,6 +92,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",  # the nonce of inline scripts and styles
             ],
         },
     },
