@@ -93,10 +93,11 @@ def choice(name: str, default: str, choices: Iterable[str]) -> str:
     return value
 
 
-def secret(name: str, *, required: bool, fallback: str) -> str:
-    """A secret that production must set: ``fallback`` only where it is not ``required``
-    (a development machine); otherwise its absence stops start-up."""
-    value = env.str(name, default="")
+def secret_key(name: str, *, required: bool, fallback: str) -> str:
+    """A key that production must set: ``fallback`` only where it is not ``required`` (a
+    development machine); otherwise its absence stops start-up. Read as it is, without
+    django-environ's ``$VAR`` expansion: Django's own generated keys may start with "$"."""
+    value = env.ENVIRON.get(name, "")
     if value:
         return value
     if required:

@@ -20,7 +20,9 @@ VAR_DIR = Path(env.text("VAR_DIR", str(BASE_DIR / "var")))
 DEBUG = env.flag("DEBUG", False)
 # Signs sessions, CSRF tokens and password-reset links. A built-in key is public (it is in
 # this file), so only a development machine (DEBUG) may run on one.
-SECRET_KEY = env.secret("SECRET_KEY", required=not DEBUG, fallback="insecure-development-key-for-DEBUG-only")
+SECRET_KEY = env.secret_key(
+    "SECRET_KEY", required=not DEBUG, fallback="insecure-development-key-for-DEBUG-only"
+)
 ALLOWED_HOSTS = env.words("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 
 # --- HTTPS, cookies, headers -------------------------------------------------------------

@@ -162,6 +162,8 @@ def test_secret_key__start_up_refuses_without_one_when_debug_is_off(monkeypatch)
         _settings(monkeypatch, SECRET_KEY="")
     assert _settings(monkeypatch, SECRET_KEY=PRODUCTION_KEY)["SECRET_KEY"] == PRODUCTION_KEY
     assert _settings(monkeypatch, DEBUG="true")["SECRET_KEY"]  # a development machine
+    # As Django generates them: may start with "$", which is not a variable to expand.
+    assert _settings(monkeypatch, SECRET_KEY="$" + PRODUCTION_KEY)["SECRET_KEY"] == "$" + PRODUCTION_KEY
 
 
 def test_https__secure_by_default_when_debug_is_off(monkeypatch):
