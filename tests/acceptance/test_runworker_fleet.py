@@ -29,9 +29,10 @@ def _executions(job_id: int) -> list[int]:
 def test_fleet__every_job_runs_exactly_once(start_worker, tmp_path):
     names = [f"fleet-{n}" for n in range(3)]
     # Nothing crashes here: a long lease keeps a worker slowed down by a loaded machine
-    # from being taken for dead (that case has its own tests).
+    # from being taken for dead (that case has its own tests). Each worker gives the queue
+    # both its slots (a plain runworker keeps one for the other queues).
     calm = {"JOBS_WORKER_LEASE": "60", "JOBS_REAP_AFTER": "60"}
-    workers = [start_worker("--concurrency", "2", "--name", name, env=calm) for name in names]
+    workers = [start_worker("--queue", "default:2", "--name", name, env=calm) for name in names]
     wait_registered(*names)
 
     # The work is shared: six jobs held at a gate fill the fleet's six slots, and a worker
