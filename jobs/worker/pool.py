@@ -82,7 +82,6 @@ class Child:
     def finish(self) -> tuple[list[ClaimedJob], set[int], float]:
         batch, failed, took = self.batch, self.failed, time.monotonic() - self.sent_at
         self.batch, self.failed = [], set()
-        self.lane.slot_freed()
         return batch, failed, took
 
     def kill(self) -> None:
@@ -117,13 +116,26 @@ class Lane:
     slots: int
     children: list[Child] = field(default_factory=list)
     buffer: deque[ClaimedJob] = field(default_factory=deque)
-    maybe_work: bool = True
     # Moving average of one job's duration in this lane; sizes batches and prefetch.
     average_duration: float | None = None
     # The queue a job type is declared on (the registry's), for the fair share.
     queue_of: Callable[[str], str] = field(default=lambda type_name: "", repr=False)
-    # The last claim left out a queue at its share: look again when a child is free.
-    held_back: bool = False
+    # The queues that may have due jobs: all of them after a poll or a reconnect, those
+    # named by a notification, none once a claim came back short. A queue at its fair
+    # share stays here until a claim of it comes back short: its slot will free up.
+    pending: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.maybe_work = True
+
+    @property
+    def maybe_work(self) -> bool:
+        """May any queue of the lane have due jobs?"""
+        return bool(self.pending)
+
+    @maybe_work.setter
+    def maybe_work(self, value: bool) -> None:
+        self.pending = set(self.queues) if value else set()
 
     @property
     def label(self) -> str:
@@ -153,19 +165,26 @@ class Lane:
         """Busy children per queue (a batch holds jobs of one queue)."""
         return Counter(self.queue_of(child.batch[0].type) for child in self.children if child.busy)
 
-    def claimable(self, want: int, size: int) -> tuple[list[str], int]:
+    def claimable(self, want: int, size: int, max_prefetch: int) -> tuple[list[str], int]:
         """The queues one claim may take from now, and at most how many jobs: up to
-        ``want``, and within each queue's share (children of ``size`` jobs each)."""
+        ``want``; with a share, only queues that may have due jobs and have room within
+        their share (their children's batches of ``size`` jobs, plus, for very short jobs,
+        the batches held ready for them, as ``claim_size``). ``([], 0)``: no claim now."""
         share = self.share
         if share is None:
-            return self.queues, want
+            return (self.queues, want) if self.pending else ([], 0)
         running = self.running()
         buffered = Counter(self.queue_of(job.type) for job in self.buffer)
-        room = {queue: (share - running[queue]) * size - buffered[queue] for queue in self.queues}
-        open_queues = [queue for queue in self.queues if room[queue] > 0]
+        ready = min(max_prefetch, share * size) if size > 1 else 0
+        room = {queue: (share - running[queue]) * size + ready - buffered[queue] for queue in self.queues}
+        open_queues = [queue for queue in self.queues if queue in self.pending and room[queue] > 0]
         if not open_queues:
             return [], 0
         return open_queues, min(want, *(room[queue] for queue in open_queues))
+
+    def claimed_short(self, queues: list[str]) -> None:
+        """A claim of ``queues`` got fewer jobs than it asked for: none of them has more due."""
+        self.pending.difference_update(queues)
 
     def next_batch(self, size: int) -> list[ClaimedJob]:
         """Up to ``size`` buffered jobs for an idle child, in claim order: with a share, of
@@ -197,10 +216,6 @@ class Lane:
             return len(self.buffer)
         running = self.running()
         return sum(1 for job in self.buffer if running[self.queue_of(job.type)] < share)
-
-    def slot_freed(self) -> None:
-        if self.held_back:
-            self.maybe_work, self.held_back = True, False
 
     # --- batches and prefetch -------------------------------------------------------------
 

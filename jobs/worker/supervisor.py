@@ -202,7 +202,7 @@ class Supervisor:
     def _wait_timeout(self, now: float) -> float:
         if not self.stopping and self.db.available(now):
             for lane in self.lanes:
-                if (lane.maybe_work or lane.ready()) and lane.idle:
+                if lane.idle and (lane.ready() or self._may_claim(lane)):
                     return 0.0  # work to hand out right away
         deadlines = [self.next_heartbeat, self.stop_deadline if self.stopping else self.next_poll]
         for lane in self.lanes:
@@ -303,7 +303,11 @@ class Supervisor:
             if not idle:
                 continue
             size = lane.batch_size(self.window)
-            if lane.maybe_work and lane.ready() < len(idle) * size and self.db.available(time.monotonic()):
+            if (
+                lane.ready() < len(idle) * size
+                and self._may_claim(lane)
+                and self.db.available(time.monotonic())
+            ):
                 self._claim(lane, size)
             for child in idle:
                 batch = lane.next_batch(size)
@@ -311,15 +315,18 @@ class Supervisor:
                     break
                 self._start(child, batch)
 
+    def _may_claim(self, lane: Lane) -> bool:
+        """Is a claim worth making for this lane now?"""
+        return bool(lane.claimable(1, lane.batch_size(self.window), self.max_prefetch)[0])
+
     def _claim(self, lane: Lane, size: int) -> None:
-        """Claim what the lane's idle children can take. With a fair share, the queues at
-        their share are left out, and a claim takes no more of a queue than its share has
-        room for, so it may take a few claims to fill the idle children."""
+        """Claim what the lane's idle children can take. With a fair share, a queue at its
+        share is left out, and a claim takes no more of a queue than its share has room
+        for, so filling the idle children may take a claim or two more."""
         want = lane.claim_size(self.window, self.max_prefetch)
         while want > 0:
-            queues, limit = lane.claimable(want, size)
+            queues, limit = lane.claimable(want, size, self.max_prefetch)
             if not queues:
-                lane.maybe_work, lane.held_back = False, True
                 return
             claimed = self.db.call(store.claim, self.name, queues, limit)
             if claimed is None:
@@ -328,8 +335,7 @@ class Supervisor:
             if claimed:
                 self.burst_rechecked = False
             if len(claimed) < limit:
-                lane.maybe_work = False  # nothing more is due in these queues
-                lane.held_back = len(queues) < len(lane.queues)
+                lane.claimed_short(queues)  # nothing more is due in these queues
                 return
             want -= len(claimed)
 
@@ -351,8 +357,7 @@ class Supervisor:
             self._close_listener()
             return
         for lane in self.lanes:
-            if queues.intersection(lane.queues):
-                lane.maybe_work = True
+            lane.pending.update(queues.intersection(lane.queues))
 
     def _connect_listener(self) -> None:
         if not self.listener.enabled:
