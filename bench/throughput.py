@@ -67,7 +67,13 @@ def main() -> None:
         print("enqueue bulk:         " + summary(rates, "jobs/s"))
     if "drain" in wanted:
         rates = [engine.drain(args.jobs, args.workers) for _ in range(args.runs)]
-        print(f"drain {args.jobs:,} no-ops:  " + summary(rates, "jobs/s"))
+        print(f"drain {args.jobs:,} no-ops:  " + summary(rates, "jobs/s") + "  (--queue default:2)")
+        shared = [engine.drain(args.jobs, args.workers, shared=True) for _ in range(args.runs)]
+        print(
+            "  plain runworker:    "
+            + summary(shared, "jobs/s")
+            + "  (every queue, fair share: one slot of two)"
+        )
     if "latency" in wanted:
         runs = [engine.wake_up(200, 0.02) for _ in range(args.runs)]
         print("idle wake-up p50:     " + summary([percentile(run, 0.5) for run in runs], "ms", 2))

@@ -130,15 +130,24 @@ def drained(first: int, last: int) -> bool:
     )
 
 
-def drain(count: int, workers: int, backlog: tuple[int, int] = (0, 0)) -> float:
+#: A drain's workers give the queue its own lane with both slots. A plain ``runworker``
+#: serves every queue and keeps one of its two slots for the queues other than the busiest
+#: (its fair share), which a drain of one queue would leave idle: ``shared=True`` measures
+#: that.
+DRAIN_LANE = ("--queue", "default:2")
+
+
+def drain(count: int, workers: int, backlog: tuple[int, int] = (0, 0), *, shared: bool = False) -> float:
     """Jobs/s from the commit of ``count`` queued jobs until none of them is left.
 
-    ``backlog`` = (finished, waiting) rows put in the table first (see ``fill.history``).
+    ``backlog`` = (finished, waiting) rows put in the table first (see ``fill.history``);
+    ``shared``: plain ``runworker`` processes (every queue, fair share) instead of
+    ``DRAIN_LANE``.
     """
     reset()
     if any(backlog):
         history(*backlog)
-    pool = Workers(workers)
+    pool = Workers(workers) if shared else Workers(workers, *DRAIN_LANE)
     try:
         first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
         with transaction.atomic():
