@@ -189,6 +189,22 @@ def test_list__its_own_filters_search_and_paging_are_taken(viewer_client: Client
     assert f"/admin/platform/job/{failed.pk}/change/" in response.text
 
 
+def test_list__the_admins_own_parameters_still_work(viewer_client: Client) -> None:
+    """A job's page carries the list's filters (``_changelist_filters``) and links back to
+    the list with them as plain filters; the admin's error flag (``e``) is its own too."""
+    failed = make_failed()
+
+    page = viewer_client.get(
+        f"{PAGE}{failed.pk}/change/?_changelist_filters=status%3Dfailed%26q%3D{failed.pk}"
+    )
+    back = re.search(r'href="(/admin/platform/job/\?[^"]*)"', page.text).group(1).replace("&amp;", "&")
+
+    assert page.status_code == 200
+    assert back == f"{PAGE}?status=failed&q={failed.pk}"
+    assert viewer_client.get(back).status_code == 200
+    assert viewer_client.get(f"{PAGE}?e=1").status_code == 200
+
+
 def test_list__an_order_in_the_url_is_ignored_as_the_list_has_one_order(viewer_client: Client) -> None:
     older, newer = make_job(Status.SUCCEEDED, "test.record"), make_job(Status.SUCCEEDED, "test.ai")
 

@@ -282,6 +282,9 @@ def _manage_check(tmp_path: Path, **variables: str) -> subprocess.CompletedProce
         ("JOBS_POLL_INTERVAL", "soon", "Setting JOBS_POLL_INTERVAL must be a number, got 'soon'"),
         ("JOBS_ACK_BATCH", "0", "Setting JOBS_ACK_BATCH must be at least 1, got 0"),
         ("DATABASE_URL", "nosuchdb://nowhere", "Setting DATABASE_URL"),
+        ("JOBS_MAX_PAYLOAD_BYTES", "64k", "Setting JOBS_MAX_PAYLOAD_BYTES must be a whole number, got '64k'"),
+        ("JOBS_MAX_RUN_AT_DAYS", "0", "Setting JOBS_MAX_RUN_AT_DAYS must be at least 0.01"),
+        ("JOBS_ADMIN_TEXT_CHARS", "10", "Setting JOBS_ADMIN_TEXT_CHARS must be at least 100"),
     ],
 )
 def test_start_up__stops_with_a_message_naming_the_malformed_setting(tmp_path, variable, value, message):
