@@ -30,22 +30,31 @@ venv-dev: $(VENV)/.installed-dev
 postgres:
 	@scripts/ensure-postgres.sh
 
+# Debian's chromium for the browser tests. Without it they are skipped on a developer's
+# machine; in CI (CI=true) they are the only check of the live refresh, so there a failed
+# install stops the run (and the tests themselves fail without it).
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { echo "Installing Debian's chromium for the browser tests…"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-		|| echo "Could not install chromium; browser tests will be skipped." >&2; }
+		&& command -v chromium >/dev/null 2>&1 \
+		|| { if [ "$${CI:-}" = "true" ]; then echo "Could not install chromium, and CI=true needs it for the browser tests." >&2; exit 1; fi; \
+			echo "Could not install chromium; browser tests will be skipped." >&2; }; }
 
 # The fleet's acceptance test starts its own PgBouncer (Debian's; /usr/sbin is not always on PATH).
 pgbouncer:
 	@PATH="$$PATH:/usr/sbin" command -v pgbouncer >/dev/null 2>&1 || { echo "Installing Debian's pgbouncer for the fleet test…"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null) \
-		|| echo "Could not install pgbouncer; the PgBouncer fleet tests will be skipped." >&2; }
+		&& PATH="$$PATH:/usr/sbin" command -v pgbouncer >/dev/null 2>&1 \
+		|| { if [ "$${CI:-}" = "true" ]; then echo "Could not install pgbouncer, and CI=true needs it for the fleet test." >&2; exit 1; fi; \
+			echo "Could not install pgbouncer; the PgBouncer fleet tests will be skipped." >&2; }; }
 
+# A development machine's settings: DEBUG=true lets the embedded defaults run without a
+# SECRET_KEY (production refuses to start without one).
 demo: venv
-	$(PY) manage.py migrate --verbosity 0
-	$(PY) manage.py demo
-	$(PY) manage.py demo_workspace
-	$(PY) manage.py demo_connections
+	DEBUG=true $(PY) manage.py migrate --verbosity 0
+	DEBUG=true $(PY) manage.py demo
+	DEBUG=true $(PY) manage.py demo_workspace
+	DEBUG=true $(PY) manage.py demo_connections
 
 test: venv-dev postgres chromium pgbouncer
 	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0

@@ -7,8 +7,9 @@ and our engine through django.tasks next to django-tasks-db through django.tasks
 The same workload for every system, each run on its own database:
 
 - drain: 5,000 no-op jobs enqueued in one transaction while 2 worker processes wait (ours:
-  2 ``runworker`` at their defaults; Procrastinate: 2 workers x concurrency 4; django-tasks-db:
-  2 ``db_worker``), jobs/s from the commit until every job is done;
+  2 ``runworker --queue default:2``, two slots each for the queue; Procrastinate: 2 workers x
+  concurrency 4; django-tasks-db: 2 ``db_worker``), jobs/s from the commit until every job is
+  done;
 - idle wake-up: one idle worker, 200 jobs enqueued one by one 20 ms apart, ms from the
   enqueue call to the job's start, p50 and p95;
 - bulk enqueue: the library's bulk API on 5,000 jobs, jobs/s ("none" if it has none).

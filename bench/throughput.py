@@ -72,7 +72,13 @@ def main() -> None:
         print("enqueue bulk:         " + summary(rates, "jobs/s"))
     if "drain" in wanted:
         rates = [engine.drain(args.jobs, args.workers) for _ in range(args.runs)]
-        print(f"drain {args.jobs:,} no-ops:  " + summary(rates, "jobs/s"))
+        print(f"drain {args.jobs:,} no-ops:  " + summary(rates, "jobs/s") + "  (--queue default:2)")
+        shared = [engine.drain(args.jobs, args.workers, shared=True) for _ in range(args.runs)]
+        print(
+            "  plain runworker:    "
+            + summary(shared, "jobs/s")
+            + "  (every queue, fair share: one slot of two)"
+        )
     if "atomic" in wanted:
         # Each pair in one sitting: the ratio is the figure, the machine is shared.
         pairs = [

@@ -1,13 +1,18 @@
 """Settings, read from the environment through django-environ (see config/env.py).
 
-With no environment at all this runs on the embedded defaults: a SQLite file and a local
-folder under ``var/``, the local rules classifier and the local digest. Production sets
-``DATABASE_URL`` to PostgreSQL, ``BLOB_STORAGE=s3`` and ``MODEL_PROVIDER=bedrock`` (or
-``openai`` with ``OPENAI_BASE_URL`` and ``OPENAI_MODEL``).
+With ``DEBUG=true`` and nothing else this runs on the embedded defaults: a SQLite file and a
+local folder under ``var/``, the local rules classifier and the local digest (``make demo``
+does that). Production leaves DEBUG off and sets ``SECRET_KEY`` (start-up stops without
+it), ``DATABASE_URL`` to PostgreSQL, ``BLOB_STORAGE=s3`` and ``MODEL_PROVIDER=bedrock`` (or
+``openai`` with ``OPENAI_BASE_URL`` and ``OPENAI_MODEL``); with DEBUG off the site is secure
+by default (HTTPS only, secure cookies, HSTS, a Content-Security-Policy), each setting
+overridable from the environment.
 """
 
 from pathlib import Path
 from typing import Any
+
+from django.utils.csp import CSP
 
 from config import env
 
@@ -15,8 +20,42 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env.text("VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env.flag("DEBUG", False)
-SECRET_KEY = env.text("SECRET_KEY", "insecure-embedded-default-key-set-SECRET_KEY-in-production")
+# Signs sessions, CSRF tokens and password-reset links. A built-in key is public (it is in
+# this file), so only a development machine (DEBUG) may run on one.
+SECRET_KEY = env.secret_key(
+    "SECRET_KEY", required=not DEBUG, fallback="insecure-development-key-for-DEBUG-only"
+)
 ALLOWED_HOSTS = env.words("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+
+# --- HTTPS, cookies, headers -------------------------------------------------------------
+# Secure by default when DEBUG is off; each one can be set from the environment (say a
+# first deploy that tries HTTPS out with SECURE_HSTS_SECONDS=60).
+SECURE_SSL_REDIRECT = env.flag("SECURE_SSL_REDIRECT", not DEBUG)
+# /metrics is scraped from inside the network, often over plain HTTP, and guarded by its
+# own token or address list (JOBS_METRICS_TOKEN, JOBS_METRICS_ALLOWED_IPS).
+SECURE_REDIRECT_EXEMPT = env.words("SECURE_REDIRECT_EXEMPT", r"^metrics$")
+SESSION_COOKIE_SECURE = env.flag("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env.flag("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env.flag("SECURE_HSTS_PRELOAD", not DEBUG)
+# Behind a proxy that terminates TLS (a load balancer): the header it sets on requests that
+# came over HTTPS, e.g. "X-Forwarded-Proto: https"; without it the redirect above loops.
+SECURE_PROXY_SSL_HEADER = env.proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+# The site's own origins when a proxy changes the host or scheme, e.g. https://jobs.example.com.
+CSRF_TRUSTED_ORIGINS = env.origins("CSRF_TRUSTED_ORIGINS")
+# Scripts and style sheets only from this site, inline ones only with the request's nonce
+# (the admin's templates and ours carry it); no plugins, no framing, no foreign forms.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -34,6 +73,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -56,6 +96,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",  # the nonce of inline scripts and styles
             ],
         },
     },
@@ -104,7 +145,8 @@ JOBS_HEARTBEAT_INTERVAL = env.number("JOBS_HEARTBEAT_INTERVAL", 15.0, minimum=0.
 JOBS_REAP_AFTER = env.number("JOBS_REAP_AFTER", 300.0, minimum=0.1)
 JOBS_WORKER_LEASE = env.number("JOBS_WORKER_LEASE", 60.0, minimum=0.1)
 JOBS_SHUTDOWN_TIMEOUT = env.number("JOBS_SHUTDOWN_TIMEOUT", 120.0)
-JOBS_PROGRESS_INTERVAL = env.number("JOBS_PROGRESS_INTERVAL", 0.5)
+# The supervisor writes each running job's latest progress report at most this often.
+JOBS_PROGRESS_INTERVAL = env.number("JOBS_PROGRESS_INTERVAL", 0.5, minimum=0.05)
 JOBS_PREFETCH_WINDOW = env.number("JOBS_PREFETCH_WINDOW", 0.02)
 JOBS_MAX_PREFETCH = env.integer("JOBS_MAX_PREFETCH", 32)
 JOBS_ACK_BATCH = env.integer("JOBS_ACK_BATCH", 32, minimum=1)
@@ -130,6 +172,17 @@ if JOBS_LISTEN_DATABASE and not JOBS_LISTEN_DATABASE["ENGINE"].endswith("postgre
 
     raise ImproperlyConfigured("Setting JOBS_LISTEN_DATABASE_URL must be a PostgreSQL URL (postgres://…).")
 JOBS_KEEP_FINISHED_DAYS = env.number("JOBS_KEEP_FINISHED_DAYS", 14.0)
+# What enqueue accepts (jobs/validation.py). Payloads carry ids, not data: 64 KiB of JSON
+# holds thousands of ids, and every claim sends the payload to a child process.
+JOBS_MAX_PAYLOAD_BYTES = env.integer("JOBS_MAX_PAYLOAD_BYTES", 64 * 1024, minimum=2)
+JOBS_MAX_PAYLOAD_DEPTH = env.integer("JOBS_MAX_PAYLOAD_DEPTH", 32, minimum=1)
+# The furthest ahead a run_at may be. A year covers any schedule the platform keeps (trial
+# reminders, backoffs of at most 30 min); a later moment is far more likely a computed date
+# gone wrong, and the job would wait through every deploy and type change until then.
+JOBS_MAX_RUN_AT_DAYS = env.number("JOBS_MAX_RUN_AT_DAYS", 365.0, minimum=0.01)
+# A job's admin page shows each long text (payload, error, a try's traceback) cut at this
+# many characters, with a link to the whole; the job list reads only the start of errors.
+JOBS_ADMIN_TEXT_CHARS = env.integer("JOBS_ADMIN_TEXT_CHARS", 20_000, minimum=100)
 JOBS_PRUNE_BATCH = env.integer("JOBS_PRUNE_BATCH", 5000, minimum=1)
 JOBS_CLOUDWATCH_NAMESPACE = env.text("JOBS_CLOUDWATCH_NAMESPACE", "")
 # The "failed jobs" figure counts jobs that failed for good within this many seconds: set

@@ -3,6 +3,11 @@
 import os
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jobplatform")
+# Production's defaults (DEBUG off), with a key for the tests only, and without the
+# redirect to HTTPS: the test client and the live server speak plain HTTP. Worker processes
+# started by the tests inherit these.
+os.environ.setdefault("SECRET_KEY", "tests-only-" + "k" * 50)
+os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 
 from config.settings import *  # noqa: E402,F403
 from config.settings import INSTALLED_APPS, TASKS  # noqa: E402

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.context import JobContext
 from jobs.errors import (
+    InvalidJobOption,
     InvalidPayload,
     InvalidTransition,
     JobError,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from jobs.models import Job
 
 __all__ = [
+    "InvalidJobOption",
     "InvalidPayload",
     "InvalidTransition",
     "Job",
@@ -82,6 +84,7 @@ __all__ = [
     "active_job",
     "cancel",
     "cancel_if_queued",
+    "dismiss",
     "enqueue",
     "enqueue_many",
     "has_active_job",
@@ -221,6 +224,14 @@ def retry(job: Job | int) -> Job:
     from jobs import store
 
     return store.retry(job)
+
+
+def dismiss(job: Job | int) -> Job:
+    """Take a failed job off its queue's failed list (it stays failed, and is pruned in
+    time); any other status, or a job already dismissed, raises ``InvalidTransition``."""
+    from jobs import store
+
+    return store.dismiss(job)
 
 
 # --- the admin page -------------------------------------------------------------------------

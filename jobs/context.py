@@ -23,5 +23,7 @@ class JobContext:
         return self.attempt >= self.max_attempts
 
     def progress(self, percent: float, message: str = "") -> None:
-        """Report how far the job is; the admin page shows it live (writes are throttled)."""
+        """Report how far the job is, as often as you like; the admin page shows it live.
+        The row gets the latest report within ``JOBS_PROGRESS_INTERVAL`` (none is dropped
+        for coming too soon after another), and the job's last one when it ends."""
         self.report(max(0, min(100, int(percent))), message)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from jobs import registry, store
+from jobs import registry, store, validation
 from jobs.context import JobContext
 from jobs.keys import KeyTemplate
 from jobs.models import Job
@@ -42,7 +42,14 @@ class JobFunction:
         run_at: datetime | None = None,
         dedupe_key: str | None = None,
     ) -> JobFunction:
-        """A copy that enqueues with these options (never another queue)."""
+        """A copy that enqueues with these options (never another queue). A refused option
+        raises ``InvalidJobOption`` here, where it is written; enqueue checks again (a
+        run_at's bounds move with the clock)."""
+        if priority is not None:
+            validation.priority(priority)
+        validation.run_at(run_at)
+        if validation.dedupe_key(dedupe_key) is not None:
+            self.job_type.dedupe_key({}, dedupe_key)  # refused for a type that owns its key
         given = {"priority": priority, "run_at": run_at, "dedupe_key": dedupe_key}
         merged = {**self.options, **{key: value for key, value in given.items() if value is not None}}
         return replace(self, options=merged)

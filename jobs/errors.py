@@ -61,6 +61,10 @@ class InvalidPayload(JobError, ValueError):
     """The payload is not a JSON object of JSON-safe values."""
 
 
+class InvalidJobOption(JobError, ValueError):
+    """An option of enqueue (priority, run_at, dedupe key) is not one the engine accepts."""
+
+
 class InvalidTransition(JobError):
     """The job is not in a state that allows this action."""
 

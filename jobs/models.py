@@ -74,6 +74,9 @@ class Job(models.Model):
     message = models.CharField(max_length=200, blank=True, default="")
     # What a django.tasks task returned (JSON); NULL for jobs and for tasks that returned None.
     result = models.JSONField(null=True, blank=True)
+    # A failed job stays failed (in its queue's failed list) until an operator retries or
+    # dismisses it; dismissed, it leaves the failed list and is pruned after the retention.
+    dismissed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "jobs_job"

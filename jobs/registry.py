@@ -16,7 +16,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from jobs.errors import UnknownJobType
+from jobs.errors import InvalidJobOption, UnknownJobType
 from jobs.keys import KeyTemplate
 from jobs.models import Priority
 
@@ -68,7 +68,7 @@ class JobType:
         if self.dedupe is None:
             return given
         if given is not None:
-            raise ValueError(
+            raise InvalidJobOption(
                 f"Job type {self.name!r} derives its dedupe key from the payload "
                 f"({self.dedupe.template!r}); do not pass one."
             )

@@ -1,7 +1,7 @@
 """The only code that changes a job's status: one function per verb.
 
 enqueue, enqueue_many, enqueue_task, claim, complete, complete_in_transaction, fail,
-reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, reap,
+reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
 recover_worker, prune; and task_rows, the read django.tasks tasks' results are built from.
 The worker calls these; it never writes SQL itself.
 
@@ -27,9 +27,9 @@ from django.db.models.functions import Now
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
-from jobs import registry, sql
-from jobs.errors import FencedOff, InvalidPayload, InvalidTransition, UnknownJobType
-from jobs.models import ACTIVE, FINISHED, Job, JobAttempt, Priority, Status, Worker
+from jobs import registry, sql, validation
+from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition, UnknownJobType
+from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
 logger = logging.getLogger("jobs.store")
 
@@ -38,6 +38,7 @@ REQUEUED_AFTER_RESTART = "Requeued after a worker restart."
 BUDGET_EXHAUSTED = "Worker died and the retry budget is exhausted."
 REQUEUED_AT_SHUTDOWN = "Stopped at worker shutdown and requeued."
 CANCELLED = "Cancelled."
+DISMISSED = "Dismissed by an administrator."
 
 
 class ClaimedJob(NamedTuple):
@@ -90,15 +91,6 @@ def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...
             return cursor.fetchall()
 
 
-def _payload_text(payload: Any) -> str:
-    if not isinstance(payload, dict):
-        raise InvalidPayload(f"The payload must be a dict of JSON values, got {type(payload).__name__}.")
-    try:
-        return json.dumps(payload, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidPayload(f"The payload is not JSON-safe: {exc}.") from None
-
-
 def notify(queues: Iterable[str]) -> None:
     """Wake idle workers of these queues (at commit). Enqueue does it by trigger."""
     if not _on_postgres():
@@ -124,15 +116,20 @@ def enqueue(
     With a dedupe key (derived from the payload when the type declares one, else the
     caller's ``dedupe_key``), a queued or running job of the same type and key is returned
     instead of adding a second one; the database's partial unique index decides races.
+
+    Everything is checked before the first statement (``jobs.validation``): a refused
+    payload or option raises ``InvalidPayload`` or ``InvalidJobOption`` and leaves the
+    caller's transaction as it was.
     """
     job_type = registry.get(type_name)
     payload = {} if payload is None else payload
-    payload_text = _payload_text(payload)
-    dedupe_key = job_type.dedupe_key(payload, dedupe_key)
+    payload_text = validation.payload_text(payload)
+    dedupe_key = _dedupe_key(job_type, payload, validation.dedupe_key(dedupe_key))
+    run_at = validation.run_at(run_at)
     fields: dict[str, Any] = {
         "type": job_type.name,
         "queue": job_type.queue,
-        "priority": int(Priority.named(priority or job_type.priority)),
+        "priority": validation.priority(priority if priority is not None else job_type.priority),
         "payload": payload,
         "max_attempts": job_type.attempts,
         "dedupe_key": dedupe_key,
@@ -171,11 +168,20 @@ def enqueue_task(
         "max_attempts": max_attempts,
         "dedupe_key": None,
     }
+    run_at = validation.run_at(run_at)
     if run_at is not None:
         fields["run_at"] = run_at
-    job = _insert_one(fields, _payload_text(payload))
+    job = _insert_one(fields, validation.payload_text(payload))
     assert job is not None, "only a dedupe key can make an insert a no-op"
     return job
+
+
+def _dedupe_key(job_type: registry.JobType, payload: dict[str, Any], given: str | None = None) -> str | None:
+    """The key an enqueue stores; one made from the payload must fit its column too."""
+    key = job_type.dedupe_key(payload, given)
+    if job_type.dedupe is None:
+        return key
+    return validation.dedupe_key(key, error=InvalidPayload)
 
 
 def _insert_one(fields: dict[str, Any], payload_text: str) -> Job | None:
@@ -224,19 +230,21 @@ def enqueue_many(
     """
     job_type = registry.get(type_name)
     if job_type.dedupe is not None and dedupe_keys is not None:
-        raise ValueError(
+        raise InvalidJobOption(
             f"Job type {type_name!r} derives its dedupe keys from the payloads; do not pass them."
         )
+    # Every payload and option is checked before the first batch is written.
     texts: list[str] = []
     keys: list[str | None] = []
     for payload in payloads:
-        texts.append(_payload_text(payload))
-        keys.append(job_type.dedupe_key(payload))
+        texts.append(validation.payload_text(payload))
+        keys.append(_dedupe_key(job_type, payload))
     if dedupe_keys is not None:
-        keys = list(dedupe_keys)
+        keys = [validation.dedupe_key(key) for key in dedupe_keys]
         if len(keys) != len(texts):
-            raise ValueError("dedupe_keys must have one entry per payload.")
-    priority_number = int(Priority.named(priority or job_type.priority))
+            raise InvalidJobOption("dedupe_keys must have one entry per payload.")
+    run_at = validation.run_at(run_at)
+    priority_number = validation.priority(priority if priority is not None else job_type.priority)
     added = 0
     for start in range(0, len(texts), batch_size):
         chunk, chunk_keys = texts[start : start + batch_size], keys[start : start + batch_size]
@@ -604,7 +612,7 @@ def retry(job: Job | int) -> Job:
             row.error = ""
             row.message = REQUEUED_BY_ADMIN
             row.run_at = timezone.now()
-            row.started_at = row.finished_at = row.heartbeat_at = None
+            row.started_at = row.finished_at = row.heartbeat_at = row.dismissed_at = None
             row.locked_by = None
             row.progress = None
             row.progress_message = ""
@@ -619,6 +627,23 @@ def retry(job: Job | int) -> Job:
     return row
 
 
+def dismiss(job: Job | int) -> Job:
+    """Take a failed job off its queue's failed list: an operator has seen it and will not
+    retry it. It stays failed, with its error and tries, and is pruned once it has been
+    dismissed for ``JOBS_KEEP_FINISHED_DAYS``."""
+    job_id = job.pk if isinstance(job, Job) else job
+    with transaction.atomic():
+        row = Job.objects.select_for_update().get(pk=job_id)  # the one row, until dismissed
+        if row.status != Status.FAILED:
+            raise InvalidTransition(f"Only a failed job can be dismissed; job #{row.pk} is {row.status}.")
+        if row.dismissed_at is not None:
+            raise InvalidTransition(f"Job #{row.pk} is already dismissed.")
+        row.dismissed_at = timezone.now()
+        row.message = DISMISSED
+        row.save(update_fields=["dismissed_at", "message"])
+    return row
+
+
 # --- recovery and housekeeping ------------------------------------------------------------
 
 
@@ -629,7 +654,8 @@ class ReapResult:
 
 
 def reap(now: datetime | None = None) -> ReapResult:
-    """Take back running jobs whose worker went silent.
+    """Take back running jobs whose worker went silent: each counts as a failed try and
+    returns after its type's backoff (or fails, with no attempt left).
 
     A job is silent when its heartbeat is older than ``JOBS_REAP_AFTER``, or when the
     worker holding it stopped updating its registry row for ``JOBS_WORKER_LEASE`` (so the
@@ -656,15 +682,18 @@ def _take_back(running) -> ReapResult:
     with transaction.atomic():
         # SKIP LOCKED: two reapers at once split the rows instead of waiting on each other.
         jobs = list(running.select_for_update(skip_locked=True).order_by("id")[:1000])
+        now = timezone.now()
         for job in jobs:
             worker = job.locked_by or ""
             lost = Failure("WorkerLost", f"Worker {worker} stopped answering.", retryable=True)
             if job.attempts >= job.max_attempts:
-                job.status, job.finished_at = Status.FAILED, timezone.now()
+                job.status, job.finished_at = Status.FAILED, now
                 job.error = job.message = BUDGET_EXHAUSTED
                 failed += 1
             else:
-                job.status, job.run_at = Status.QUEUED, timezone.now()
+                # After the type's backoff, as after any failed try: a job that kills its
+                # worker must not go straight on to kill the next one.
+                job.status, job.run_at = Status.QUEUED, now + _backoff(job)
                 job.message = REQUEUED_AFTER_RESTART
                 job.locked_by = None
                 requeued += 1
@@ -690,8 +719,20 @@ def _take_back(running) -> ReapResult:
     return ReapResult(requeued, failed)
 
 
+def _backoff(job: Job) -> timedelta:
+    """How long a job waits after its try number ``job.attempts`` was lost; none for a type
+    no longer declared (it fails at once when claimed)."""
+    try:
+        return timedelta(seconds=registry.get(job.type).delay_after(job.attempts))
+    except UnknownJobType:
+        return timedelta(0)
+
+
 def prune(older_than: timedelta | None = None, batch_size: int | None = None) -> int:
-    """Delete finished jobs older than the retention, in batches; returns how many."""
+    """Delete finished jobs older than the retention, in batches; returns how many.
+
+    Succeeded and cancelled jobs count from when they finished. A failed job stays, however
+    old, until it is retried or dismissed; a dismissed one counts from its dismissal."""
     if older_than is None:
         older_than = timedelta(days=settings.JOBS_KEEP_FINISHED_DAYS)
     batch_size = batch_size or settings.JOBS_PRUNE_BATCH
@@ -700,7 +741,10 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     while True:
         # Each batch is its own short transaction so pruning never holds many locks.
         ids = list(
-            Job.objects.filter(status__in=FINISHED, finished_at__lt=cutoff)
+            Job.objects.filter(
+                Q(status__in=(Status.SUCCEEDED, Status.CANCELLED), finished_at__lt=cutoff)
+                | Q(status=Status.FAILED, dismissed_at__lt=cutoff)
+            )
             .order_by("id")  # oldest first, along the primary key
             .values_list("id", flat=True)[:batch_size]
         )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.db.backends.postgresql.operations import DatabaseOperations
 
+from tests.support import chromium
 from tests.support.database import flush_by_delete
 from tests.support.model_server import ModelServer
 from tests.support.workers import WorkerProcess, worker_environment
@@ -31,6 +32,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         uses = set(getattr(item, "fixturenames", ()))  # every fixture it needs, directly or not
         if uses & SLOW_FIXTURES or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A browser test without Chromium is skipped, or fails in CI; before any fixture runs,
+    so nothing (a test database, a live server) is set up for it."""
+    if item.get_closest_marker("browser"):
+        chromium.require()
 
 
 @pytest.fixture(autouse=True)

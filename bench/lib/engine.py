@@ -135,6 +135,13 @@ def drained(first: int, last: int) -> bool:
     )
 
 
+#: A drain's workers give the queue its own lane with both slots. A plain ``runworker``
+#: serves every queue and keeps one of its two slots for the queues other than the busiest
+#: (its fair share), which a drain of one queue would leave idle: ``shared=True`` measures
+#: that.
+DRAIN_LANE = ("--queue", "default:2")
+
+
 def enqueue_tasks(count: int) -> None:
     """``count`` no-op tasks through django.tasks (``Task.enqueue``, one at a time: the API
     has no bulk call), as bench/peers/django_tasks_db_bench.py enqueues them."""
@@ -150,6 +157,8 @@ def drain(
     backlog: tuple[int, int] = (0, 0),
     type_name: str = NOOP,
     through_tasks: bool = False,
+    *,
+    shared: bool = False,
 ) -> float:
     """Jobs/s from the commit of ``count`` queued jobs of ``type_name`` until none of them is
     left.
@@ -159,11 +168,13 @@ def drain(
     completion, where plain jobs' successes are acknowledged many to a statement.
     ``through_tasks``: no-op django.tasks tasks on our backend instead of jobs of
     ``type_name`` (enqueued one by one in the transaction, the only way django.tasks has).
+    ``shared``: plain ``runworker`` processes (every queue, fair share) instead of
+    ``DRAIN_LANE``.
     """
     reset()
     if any(backlog):
         history(*backlog)
-    pool = Workers(workers)
+    pool = Workers(workers) if shared else Workers(workers, *DRAIN_LANE)
     try:
         first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
         with transaction.atomic():

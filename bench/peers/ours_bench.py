@@ -6,8 +6,8 @@ Run by bench/compare.py with the project venv's Python, from the project root
 ``jp_compare``, created if missing, migrated); it prints one ``RESULT {json}`` line. Per
 run, exactly what bench/throughput.py measures:
 
-- drain: ``drain(jobs, 2)``: 2 ``manage.py runworker`` processes at their default settings
-  (concurrency 2, child-process isolation on, LOG_LEVEL=WARNING), ``jobs`` ``test.noop`` jobs
+- drain: ``drain(jobs, 2)``: 2 ``manage.py runworker --queue default:2`` processes (two
+  child processes each, isolation on, LOG_LEVEL=WARNING), ``jobs`` ``test.noop`` jobs
   enqueued in bulk in one transaction, jobs/s from its commit until none is queued or running;
 - wake-up: ``wake_up(200, 0.02)``: one idle worker, ``test.stamp`` jobs 20 ms apart, ms from
   the enqueue call to the job's start, p50 / p95;
@@ -64,7 +64,7 @@ def main(through_tasks: bool = False, doc: str | None = __doc__) -> None:
         p50=p50,
         p95=p95,
         bulk=None if through_tasks else bulks,
-        setup="2 runworker x concurrency 2 (defaults), child processes, LISTEN/NOTIFY"
+        setup="2 runworker x 2 slots (--queue default:2), child processes, LISTEN/NOTIFY"
         + (", @task enqueued one by one with Task.enqueue, results stored" if through_tasks else ""),
     )
 

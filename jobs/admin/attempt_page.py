@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
+from django.db.models.functions import Left
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -13,13 +14,13 @@ from django.utils.safestring import SafeString
 
 from jobs.admin.counting import BoundedCountingMixin
 from jobs.admin.display import shorten
-from jobs.admin.filters import OutcomeFilter
+from jobs.admin.filters import OutcomeFilter, OwnFiltersOnlyMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
 from jobs.models import JobAttempt
 
 
 @admin.register(JobAttempt)
-class JobAttemptAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, admin.ModelAdmin):
+class JobAttemptAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountingMixin, admin.ModelAdmin):
     list_display = (
         "id",
         "job_link",
@@ -37,6 +38,16 @@ class JobAttemptAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, admin.Model
     sortable_by = ()
     ordering = ("-id",)
     actions = None
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[JobAttempt]:
+        """No traceback, and of the error only what its cell shows: a try's texts can be
+        megabytes (a job's page links to the whole)."""
+        return (
+            super()
+            .get_queryset(request)
+            .defer("error", "traceback")
+            .annotate(error_preview=Left("error", 120))
+        )
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
@@ -56,4 +67,4 @@ class JobAttemptAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, admin.Model
 
     @admin.display(description="error")
     def short_error(self, attempt: JobAttempt) -> str:
-        return shorten(attempt.error, 120)
+        return shorten(attempt.error_preview, 120)  # type: ignore[attr-defined]  # see get_queryset

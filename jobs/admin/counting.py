@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin.views.main import ChangeList
+from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import QuerySet
@@ -69,7 +69,10 @@ def status_counts(statuses: Iterable[str] = TILE_STATUSES) -> dict[str, StatusCo
     """
     counts: dict[str, StatusCount] = {}
     for status in statuses:
-        bounded = Job.objects.filter(status=status).order_by()[: EXACT_UP_TO + 1].count()
+        rows = Job.objects.filter(status=status)
+        if status == Status.FAILED:  # the failed list: dismissed jobs have left it
+            rows = rows.filter(dismissed_at__isnull=True)
+        bounded = rows.order_by()[: EXACT_UP_TO + 1].count()
         if bounded <= EXACT_UP_TO:
             counts[status] = StatusCount(status, bounded, exact=True)
         else:
@@ -139,9 +142,16 @@ class BoundedPaginator(Paginator):
 
 
 class JobChangeList(ChangeList):
-    """The admin's changelist, told that its count may be a lower bound."""
+    """The admin's changelist, told that its count may be a lower bound, and keeping its
+    one order: a list that offers no sorting (``sortable_by = ()``) ignores ``?o=`` in the
+    URL, which would otherwise sort a million rows by any column on every refresh."""
 
     count_is_bounded = False
+
+    def get_ordering(self, request: HttpRequest, queryset: QuerySet[Any]) -> list[Any]:
+        if self.sortable_by is not None and not self.sortable_by:
+            self.params.pop(ORDER_VAR, None)
+        return super().get_ordering(request, queryset)
 
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)

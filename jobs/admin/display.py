@@ -17,8 +17,10 @@ from jobs.durations import format_duration
 from jobs.models import Job, Status
 
 #: The list's error cell is clamped to two lines by CSS; the text sent is cut well beyond
-#: what two lines can show, and the full error is in the cell's title and on the job's page.
+#: what two lines can show. The cell's title holds more of it (the list reads no more than
+#: that from the database) and the job's page the whole.
 ERROR_PREVIEW_CHARS = 160
+ERROR_TITLE_CHARS = 1_000
 
 
 def relative(moment: datetime, now: datetime) -> str:
@@ -76,9 +78,10 @@ def waiting_for_retry(job: Job) -> bool:
     return job.status == Status.QUEUED and job.attempts > 0
 
 
-def shows_error(job: Job) -> bool:
-    """Failed, or waiting for its next try after one: the error is what matters then."""
-    return job.status == Status.FAILED or (waiting_for_retry(job) and bool(job.error))
+def shows_error(job: Job, error: str) -> bool:
+    """Failed, or waiting for its next try after one (``error`` is what the row read of
+    its error): the error is what matters then."""
+    return job.status == Status.FAILED or (waiting_for_retry(job) and bool(error))
 
 
 def action_button(job: Job, verb: str, label: str) -> SafeString:

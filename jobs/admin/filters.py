@@ -1,5 +1,6 @@
 """The section's list filters: choices come from the registry (and the tasks of the
-django.tasks backend), never from the table."""
+django.tasks backend), never from the table; and the rule that the URL may set these
+filters and nothing else."""
 
 from __future__ import annotations
 
@@ -11,6 +12,23 @@ from django.http import HttpRequest
 
 from jobs import registry, task_types
 from jobs.models import Status
+
+
+class OwnFiltersOnlyMixin:
+    """A list takes from its URL only its own filters (besides the admin's page, search,
+    "show all" and error parameters, which never reach a lookup).
+
+    Django's admin turns any other parameter into a queryset lookup for anyone who may see
+    the list: ``?error__regex=`` or ``?payload__contains=`` would make PostgreSQL scan and
+    match every row, again on every 3-second refresh. Such a URL is a bad request (400): a
+    list silently shown unfiltered would look filtered to whoever follows the link."""
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        own = {
+            getattr(list_filter, "parameter_name", None)
+            for list_filter in self.get_list_filter(request)  # type: ignore[attr-defined]
+        }
+        return lookup in own
 
 
 class ChoiceFilter(admin.SimpleListFilter):
@@ -39,12 +57,25 @@ class JobListFilter(ChoiceFilter):
     template = "admin/platform/job/filter.html"
 
 
+#: The status filter's choice for failed jobs an operator dismissed: they are no longer in
+#: the failed list (``jobs.store.dismiss``).
+DISMISSED = "dismissed"
+
+
 class StatusFilter(JobListFilter):
     title = "status"
     parameter_name = field = "status"
 
     def choices_from(self) -> list[tuple[str, str]]:
-        return [(value, str(label)) for value, label in Status.choices]
+        return [(value, str(label)) for value, label in Status.choices] + [(DISMISSED, "failed, dismissed")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == Status.FAILED:
+            return queryset.filter(status=Status.FAILED, dismissed_at__isnull=True)
+        if value == DISMISSED:
+            return queryset.filter(status=Status.FAILED, dismissed_at__isnull=False)
+        return super().queryset(request, queryset)
 
 
 class QueueFilter(JobListFilter):

@@ -6,7 +6,9 @@ line per queue (``jobs.coverage``); four tiles over the newest jobs; the list re
 itself in place every few seconds while anything is queued or running (see
 ``change_list.html``). Searching is by id or exact
 dedupe key, both index lookups. Counting is bounded (``counting``), Retry and Cancel go
-through the engine (``operations``).
+through the engine (``operations``). The list reads no payload and only the start of each
+error; a job's page cuts its long texts and links to the whole (``full_text``); the URL may
+set only the page's own filters (``filters.OwnFiltersOnlyMixin``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
+from django.db.models.functions import Left
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -32,6 +35,7 @@ from jobs import coverage
 from jobs.admin import counting
 from jobs.admin.counting import BoundedCountingMixin, Tile, status_counts
 from jobs.admin.display import (
+    ERROR_TITLE_CHARS,
     action_button,
     exact_timestamp,
     format_duration,
@@ -42,7 +46,8 @@ from jobs.admin.display import (
     timestamp,
     waiting_for_retry,
 )
-from jobs.admin.filters import QueueFilter, StatusFilter, TypeFilter
+from jobs.admin.filters import OwnFiltersOnlyMixin, QueueFilter, StatusFilter, TypeFilter
+from jobs.admin.full_text import FullTextMixin, ShownText, attempt_text_url, head, job_text_url
 from jobs.admin.links import registered_links
 from jobs.admin.operations import RetryCancelMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
@@ -54,7 +59,9 @@ REFRESH_SECONDS = 3
 
 
 @admin.register(Job)
-class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
+class JobAdmin(
+    ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountingMixin, FullTextMixin, RetryCancelMixin
+):
     list_display = ("id", "type", "queue", "status_badge", "progress_cell", "attempts_cell", "took", "when")
     list_display_links = ("id", "type")
     list_filter = (StatusFilter, QueueFilter, TypeFilter)
@@ -69,7 +76,7 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
         (None, {"fields": ("type", "queue", "priority_text", "status_badge", "message", "dedupe_key")}),
         ("Progress", {"fields": ("progress_text", "error_text", "attempts_cell")}),
         ("Worker", {"fields": ("locked_by", "heartbeat")}),
-        ("Timestamps", {"fields": ("created", "due", "started", "finished", "took")}),
+        ("Timestamps", {"fields": ("created", "due", "started", "finished", "took", "dismissed")}),
         ("Payload", {"fields": ("payload_text", "result_text")}),
     )
     readonly_fields = (
@@ -86,6 +93,7 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
         "due",
         "started",
         "finished",
+        "dismissed",
     )
 
     def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
@@ -101,6 +109,29 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
         extra = "" if settings.DEBUG else ".min"
         return forms.Media(
             js=[f"admin/js/vendor/jquery/jquery{extra}.js", "admin/js/jquery.init.js", "admin/js/core.js"]
+        )
+
+    # --- what is read -----------------------------------------------------------------------
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        """The list (and its refresh every 3 s): no payload, and of the error only what its
+        cell's title shows, cut in SQL."""
+        return (
+            super()
+            .get_queryset(request)
+            .defer("payload", "error", "result")
+            .annotate(error_preview=Left("error", ERROR_TITLE_CHARS))
+        )
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Job | None:
+        """A job's page: its payload and error cut in SQL (``full_text``)."""
+        if not str(object_id).isdigit():
+            return None
+        return (
+            self.get_queryset(request)
+            .annotate(payload_head=head("payload"), error_head=head("error"), result_head=head("result"))
+            .filter(pk=int(object_id))
+            .first()
         )
 
     # --- search ---------------------------------------------------------------------------
@@ -167,12 +198,13 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
     @admin.display(description="progress")
     def progress_cell(self, job: Job) -> SafeString | str:
         """The live percentage and message; the error when it failed or waits for a retry."""
-        if shows_error(job):
-            # Clamped to two lines by the page's style; the whole error is in the title.
+        error = job.error_preview  # type: ignore[attr-defined]  # annotated by get_queryset
+        if shows_error(job, error):
+            # Clamped to two lines by the page's style; more of the error is in the title.
             return format_html(
                 '<span class="job-error job-clamp" title="{}">{}</span>',
-                job.error,
-                shorten(job.error or job.message),
+                error,
+                shorten(error or job.message),
             )
         return self.progress_text(job)
 
@@ -246,7 +278,8 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
 
     @admin.display(description="error")
     def error_text(self, job: Job) -> SafeString | str:
-        return format_html('<pre class="job-pre">{}</pre>', job.error) if job.error else "—"
+        error = job.error_head  # type: ignore[attr-defined]  # annotated by get_object
+        return ShownText.of(error, job_text_url(job.pk, "error")).html() if error else "—"
 
     @admin.display(description="last heartbeat")
     def heartbeat(self, job: Job) -> SafeString | str:
@@ -268,16 +301,28 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
     def finished(self, job: Job) -> SafeString | str:
         return exact_timestamp(job.finished_at)
 
+    @admin.display(description="dismissed")
+    def dismissed(self, job: Job) -> SafeString | str:
+        return exact_timestamp(job.dismissed_at)
+
     @admin.display(description="payload")
     def payload_text(self, job: Job) -> SafeString:
-        return format_html('<pre class="job-pre">{}</pre>', json.dumps(job.payload, indent=2, sort_keys=True))
+        text = job.payload_head  # type: ignore[attr-defined]  # jsonb's text, annotated by get_object
+        shown = ShownText.of(text, job_text_url(job.pk, "payload"))
+        if not shown.cut:  # the whole payload was read: shown pretty, unless that is too long
+            shown = ShownText.of(json.dumps(json.loads(text), indent=2, sort_keys=True), shown.url)
+        return shown.html()
 
     @admin.display(description="result")
     def result_text(self, job: Job) -> SafeString | str:
-        """What a django.tasks task returned; jobs keep no result."""
-        if job.result is None:
+        """What a django.tasks task returned (cut like the payload); jobs keep no result."""
+        text = job.result_head  # type: ignore[attr-defined]  # jsonb's text, annotated by get_object
+        if text is None:
             return "—"
-        return format_html('<pre class="job-pre">{}</pre>', json.dumps(job.result, indent=2, sort_keys=True))
+        shown = ShownText.of(text, job_text_url(job.pk, "result"))
+        if not shown.cut:
+            shown = ShownText.of(json.dumps(json.loads(text), indent=2, sort_keys=True), shown.url)
+        return shown.html()
 
     def change_view(
         self,
@@ -287,10 +332,26 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, RetryCancelMixin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         context = {
-            "failed_attempts": JobAttempt.objects.filter(job_id=object_id).order_by("attempt", "id")
-            if str(object_id).isdigit()
-            else [],
+            "failed_attempts": self._failed_attempts(object_id),
             "can_operate": self.has_operate_permission(request),
             **(extra_context or {}),
         }
         return super().change_view(request, object_id, form_url, context)
+
+    def _failed_attempts(self, object_id: str) -> list[JobAttempt]:
+        """Each try with its error and traceback cut in SQL, as ``shown_error`` and
+        ``shown_traceback`` (``full_text.ShownText``)."""
+        if not str(object_id).isdigit():
+            return []
+        attempts: list[JobAttempt] = list(
+            JobAttempt.objects.filter(job_id=int(object_id))
+            .defer("error", "traceback")
+            .annotate(error_head=head("error"), traceback_head=head("traceback"))
+            .order_by("attempt", "id")
+        )
+        for attempt in attempts:
+            for part in ("error", "traceback"):
+                text = getattr(attempt, f"{part}_head")
+                url = attempt_text_url(attempt.job_id, attempt.pk, part)
+                setattr(attempt, f"shown_{part}", ShownText.of(text, url))
+        return attempts

@@ -1,6 +1,7 @@
-"""Retry and Cancel on the Background jobs page: a row's button, a job's page, bulk actions.
+"""Retry, Cancel and Dismiss on the Background jobs page: a row's button (Retry, Cancel), a
+job's page, bulk actions.
 
-They only ever call ``jobs.store.retry`` / ``jobs.store.cancel``, one job at a time, so
+They only ever call ``jobs.store.retry`` / ``cancel`` / ``dismiss``, one job at a time, so
 every rule and its error message stay in the engine.
 """
 
@@ -30,7 +31,7 @@ BULK_LIMIT = 1_000
 class RetryCancelMixin(admin.ModelAdmin):
     """The Retry and Cancel URLs, views and bulk actions of the job list."""
 
-    actions = ("retry_selected", "cancel_selected")
+    actions = ("retry_selected", "cancel_selected", "dismiss_selected")
 
     def has_operate_permission(self, request: HttpRequest) -> bool:
         """Named ``operate`` so the actions can ask for it (``permissions=["operate"]``)."""
@@ -42,6 +43,7 @@ class RetryCancelMixin(admin.ModelAdmin):
         return [
             path("<int:object_id>/retry/", wrap(self.retry_view), name="{}_{}_retry".format(*info)),
             path("<int:object_id>/cancel/", wrap(self.cancel_view), name="{}_{}_cancel".format(*info)),
+            path("<int:object_id>/dismiss/", wrap(self.dismiss_view), name="{}_{}_dismiss".format(*info)),
             *super().get_urls(),
         ]
 
@@ -52,6 +54,10 @@ class RetryCancelMixin(admin.ModelAdmin):
     @method_decorator(require_POST)
     def cancel_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         return self._operate(request, object_id, store.cancel, "Job #{} is cancelled.")
+
+    @method_decorator(require_POST)
+    def dismiss_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        return self._operate(request, object_id, store.dismiss, "Job #{} is dismissed.")
 
     def _operate(
         self, request: HttpRequest, object_id: int, verb: Callable[[int], Job], done: str
@@ -84,6 +90,10 @@ class RetryCancelMixin(admin.ModelAdmin):
     @admin.action(description="Cancel selected queued jobs", permissions=["operate"])
     def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         self._bulk(request, queryset, store.cancel, "cancelled")
+
+    @admin.action(description="Dismiss selected failed jobs", permissions=["operate"])
+    def dismiss_selected(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        self._bulk(request, queryset, store.dismiss, "dismissed")
 
     def _bulk(
         self, request: HttpRequest, queryset: QuerySet[Job], verb: Callable[[int], Job], done: str

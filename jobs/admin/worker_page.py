@@ -9,12 +9,13 @@ from django.contrib import admin
 from django.utils import timezone
 
 from jobs.admin.counting import BoundedCountingMixin
+from jobs.admin.filters import OwnFiltersOnlyMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
 from jobs.models import Worker
 
 
 @admin.register(Worker)
-class WorkerAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, admin.ModelAdmin):
+class WorkerAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountingMixin, admin.ModelAdmin):
     list_display = ("name", "host", "pid", "queues", "started_at", "last_seen", "state")
     search_fields = ("name", "host")
     ordering = ("-last_seen",)

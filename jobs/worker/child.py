@@ -3,18 +3,17 @@
 It waits for a batch (one job for slow types, a few for very short ones), runs the jobs in
 order, reports each failure (and each django.tasks task's result) at once and the end of the
 batch, and waits again. What the two processes tell each other is in
-``jobs.worker.messages``.
+``jobs.worker.messages``; a handler's progress goes into the child's slot in shared memory,
+for the supervisor to write (``jobs.worker.progress``).
 
 An atomic job (``@job(atomic=True)``) runs inside one transaction on this process's
 connection, and its completion is the transaction's last statement, fenced by worker and
 attempt: the handler's writes and the job's success commit together, or neither does. A
 failure rolls both back; so does a kill, since a transaction that was never committed dies
 with its connection. The child tells the supervisor at once that the job is settled, so it
-is not acknowledged again. Such a job's progress goes to the supervisor over the pipe, and
-the supervisor writes it: written here it would sit in the uncommitted transaction,
-invisible until the end, and hold the job row's lock against the supervisor's heartbeats.
-A second connection per child would do too, but would double the sessions that children
-hold (each one a server connection behind a pooler) for a few writes a second.
+is not acknowledged again. Its progress, like every job's, is written by the supervisor on
+its own session: written here it would sit in the uncommitted transaction, invisible until
+the end, and hold the job row's lock against the supervisor's heartbeats.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
@@ -46,17 +45,15 @@ from jobs.worker.messages import (
     FromChild,
     JobFailed,
     JobFields,
-    JobProgress,
     JobRescheduled,
     JobReturned,
     JobSettled,
     SharedState,
     Stop,
 )
+from jobs.worker.progress import ProgressSlot
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from jobs.store import Failure
 
 logger = logging.getLogger("jobs.worker")
@@ -69,7 +66,9 @@ class Settled(enum.Enum):
     FENCED_OFF = "fenced off"  # the job was no longer this try's: everything rolled back
 
 
-def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int) -> None:
+def main(
+    conn: Connection, state: SharedState, progress: ProgressSlot, worker: str, supervisor_pid: int
+) -> None:
     """Entry point of a child process."""
     # The supervisor owns shutdown: a Ctrl-C or SIGTERM sent to the whole process group
     # must not break the job this child is running.
@@ -90,8 +89,8 @@ def main(conn: Connection, state: SharedState, worker: str, supervisor_pid: int)
         for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
-            relay = functools.partial(_relay_progress, conn, index)
-            outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, relay=relay)
+            reporter = functools.partial(progress.put, job_id, attempt)
+            outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, reporter)
             if isinstance(outcome, Settled):
                 if not _send(conn, JobSettled(index, outcome is Settled.COMMITTED)):
                     return
@@ -151,10 +150,6 @@ def _send(conn: Connection, message: FromChild) -> bool:
     return True
 
 
-def _relay_progress(conn: Connection, index: int, percent: int, message: str) -> None:
-    _send(conn, JobProgress(index, percent, message))
-
-
 def run(
     job_id: int,
     type_name: str,
@@ -162,15 +157,13 @@ def run(
     attempt: int,
     max_attempts: int,
     worker: str,
-    relay: Callable[[int, str], None] | None = None,
+    report: Callable[[int, str], None],
 ) -> Failure | RetryLater | Settled | str | None:
     """Run one job: None when it succeeded (the supervisor acknowledges it), the JSON text
     of its result when its type keeps one (a django.tasks task), what went wrong when it
     failed, the ``RetryLater`` it raised (an atomic job's writes are rolled back first), or,
-    for an atomic job, how its transaction ended.
-
-    ``relay`` takes an atomic job's progress to whoever writes it (the supervisor); without
-    one, an atomic job's progress is not reported.
+    for an atomic job, how its transaction ended. ``report`` takes the handler's progress
+    (``jobs.worker.progress``: the supervisor writes it to the row).
     """
     try:
         job_type = registry.lookup(type_name)
@@ -181,9 +174,7 @@ def run(
             attempt=attempt,
             max_attempts=max_attempts,
             worker=worker,
-            report=ProgressReporter(
-                worker, job_id, attempt, relay=(relay or _dropped) if job_type.atomic else None
-            ),
+            report=report,
         )
         if job_type.atomic:
             from jobs import store  # the store needs the models: only once Django is set up
@@ -221,33 +212,3 @@ def _failure(exc: BaseException, *, retryable: bool) -> Failure:
     # the failure at all.
     message, trace = (text.replace("\x00", "\\x00") for text in (str(exc), traceback.format_exc()))
     return Failure(name, message, trace, retryable)
-
-
-def _dropped(percent: int, message: str) -> None:
-    """Where an atomic job's progress goes when nobody writes it (a run outside a worker)."""
-
-
-class ProgressReporter:
-    """Writes a handler's progress to the job row, at most once per interval; an atomic
-    job's goes to ``relay`` instead (see the module docstring)."""
-
-    def __init__(
-        self, worker: str, job_id: int, attempt: int, *, relay: Callable[[int, str], None] | None = None
-    ) -> None:
-        self.worker, self.job_id, self.attempt = worker, job_id, attempt
-        self.relay = relay
-        self.last_write = float("-inf")  # the first report is always written
-
-    def __call__(self, percent: int, message: str) -> None:
-        from django.conf import settings
-
-        from jobs.store import set_progress
-
-        now = time.monotonic()
-        if now - self.last_write < settings.JOBS_PROGRESS_INTERVAL and percent < 100:
-            return
-        self.last_write = now
-        if self.relay is not None:
-            self.relay(percent, message)
-        else:
-            set_progress(self.worker, self.job_id, self.attempt, percent, message)

@@ -8,10 +8,9 @@ Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch
 ``JobRescheduled`` as soon as one asks to run again later (``jobs.RetryLater``: not a
 failure, no attempt used), ``JobSettled`` as soon as an atomic job's transaction has ended
 (committed with the job's completion in it, or rolled back because the fence refused that
-completion: either way the supervisor has nothing left to write for it), ``JobProgress``
-when an atomic job reports progress (the supervisor writes it, see ``jobs.worker.child``),
-and ``BatchDone`` once every job of the batch has run (failed, rescheduled and settled ones
-included). A plain job without a result sends nothing of its own: ``BatchDone`` covers it.
+completion: either way the supervisor has nothing left to write for it), and ``BatchDone``
+once every job of the batch has run (failed, rescheduled and settled ones included).
+Progress goes through shared memory instead (``jobs.worker.progress``). A plain job without a result sends nothing of its own: ``BatchDone`` covers it.
 
 Child → supervisor, without a message: before each job the child writes the job's index in
 the batch and its start into a shared array (``SharedState``, at ``CURRENT`` and
@@ -87,14 +86,6 @@ class JobSettled(NamedTuple):
     committed: bool
 
 
-class JobProgress(NamedTuple):
-    """The atomic job at ``position`` reports progress, for the supervisor to write."""
-
-    position: int
-    percent: int
-    message: str
-
-
 class JobReturned(NamedTuple):
     """The job at ``position`` in the current batch succeeded and returned ``value`` (JSON
     text), which the supervisor stores with it."""
@@ -108,15 +99,14 @@ class BatchDone(NamedTuple):
 
 
 ToChild = RunBatch | Stop
-FromChild = JobFailed | JobReturned | JobRescheduled | JobSettled | JobProgress | BatchDone
+FromChild = JobFailed | JobReturned | JobRescheduled | JobSettled | BatchDone
 
 # The records with content, by the number that names each on the wire.
-_TAGGED: tuple[type[JobFailed | JobReturned | JobRescheduled | JobSettled | JobProgress], ...] = (
+_TAGGED: tuple[type[JobFailed | JobReturned | JobRescheduled | JobSettled], ...] = (
     JobFailed,
     JobReturned,
     JobRescheduled,
     JobSettled,
-    JobProgress,
 )
 
 STOP = Stop()

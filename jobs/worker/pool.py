@@ -1,9 +1,11 @@
 """Child processes and the lanes that own them.
 
 A lane is a set of queues with a number of slots (one child per slot), e.g.
-``--queue ai:1``: one kind of work cannot take another lane's slots. Children come from a
-forkserver that imported Django once, so a replacement starts in milliseconds and never
-inherits the supervisor's database sockets.
+``--queue ai:1``: one kind of work cannot take another lane's slots. A lane serving several
+queues (a plain ``runworker``: every queue, two slots) keeps a fair share: no queue may
+hold more than ``slots - 1`` of its children, so however long one queue's jobs run, a slot
+is left for the others. Children come from a forkserver that imported Django once, so a
+replacement starts in milliseconds and never inherits the supervisor's database sockets.
 
 A child runs one job at a time. Jobs that take well under the prefetch window (a few
 milliseconds) go to a child a few at a time, so the supervisor pays one message per batch
@@ -18,12 +20,14 @@ import multiprocessing
 import os
 import signal
 import time
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jobs.store import ClaimedJob
 from jobs.worker import messages
 from jobs.worker.messages import CURRENT, STARTED, FromChild, RunBatch
+from jobs.worker.progress import ProgressSlot
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(["jobs.worker.preload"])
@@ -39,9 +43,11 @@ class Child:
 
         self.lane = lane
         self.state = _context.RawArray("d", 2)  # shared: index of the running job, its start
+        self.progress = ProgressSlot(_context)  # shared: the running job's latest report
+        self.progress_written = 0  # the slot's sequence last written to a row
         self.conn, theirs = _context.Pipe()
         self.process = _context.Process(
-            target=child.main, args=(theirs, self.state, worker, os.getpid()), daemon=True
+            target=child.main, args=(theirs, self.state, self.progress, worker, os.getpid()), daemon=True
         )
         self.process.start()
         theirs.close()
@@ -115,17 +121,108 @@ class Lane:
     slots: int
     children: list[Child] = field(default_factory=list)
     buffer: deque[ClaimedJob] = field(default_factory=deque)
-    maybe_work: bool = True
     # Moving average of one job's duration in this lane; sizes batches and prefetch.
     average_duration: float | None = None
+    # The queue a job type is declared on (the registry's), for the fair share.
+    queue_of: Callable[[str], str] = field(default=lambda type_name: "", repr=False)
+    # The queues that may have due jobs: all of them after a poll or a reconnect, those
+    # named by a notification, none once a claim came back short. A queue at its fair
+    # share stays here until a claim of it comes back short: its slot will free up.
+    pending: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.maybe_work = True
+
+    @property
+    def maybe_work(self) -> bool:
+        """May any queue of the lane have due jobs?"""
+        return bool(self.pending)
+
+    @maybe_work.setter
+    def maybe_work(self, value: bool) -> None:
+        self.pending = set(self.queues) if value else set()
 
     @property
     def label(self) -> str:
         return f"{','.join(self.queues)}:{self.slots}"
 
     @property
+    def share(self) -> int | None:
+        """The most children one queue may hold (None: no limit). Only a lane of several
+        queues has one, and only from two slots on: one slot cannot be shared.
+
+        A fixed share rather than one that lets a queue take the last slot while the others
+        have nothing due: a running job cannot be taken back, so a queue that filled every
+        slot with hour-long jobs would keep the others waiting an hour. A backlog of one
+        queue alone therefore runs on ``slots - 1`` children; name lanes with ``--queue``
+        (or raise ``--concurrency``) where that matters."""
+        if len(self.queues) > 1 and self.slots > 1:
+            return self.slots - 1
+        return None
+
+    @property
     def idle(self) -> list[Child]:
         return [child for child in self.children if not child.busy]
+
+    # --- the fair share ---------------------------------------------------------------------
+
+    def running(self) -> Counter[str]:
+        """Busy children per queue (a batch holds jobs of one queue)."""
+        return Counter(self.queue_of(child.batch[0].type) for child in self.children if child.busy)
+
+    def claimable(self, want: int, size: int, max_prefetch: int) -> tuple[list[str], int]:
+        """The queues one claim may take from now, and at most how many jobs: up to
+        ``want``; with a share, only queues that may have due jobs and have room within
+        their share (their children's batches of ``size`` jobs, plus, for very short jobs,
+        the batches held ready for them, as ``claim_size``). ``([], 0)``: no claim now."""
+        share = self.share
+        if share is None:
+            return (self.queues, want) if self.pending else ([], 0)
+        running = self.running()
+        buffered = Counter(self.queue_of(job.type) for job in self.buffer)
+        ready = min(max_prefetch, share * size) if size > 1 else 0
+        room = {queue: (share - running[queue]) * size + ready - buffered[queue] for queue in self.queues}
+        open_queues = [queue for queue in self.queues if queue in self.pending and room[queue] > 0]
+        if not open_queues:
+            return [], 0
+        return open_queues, min(want, *(room[queue] for queue in open_queues))
+
+    def claimed_short(self, queues: list[str]) -> None:
+        """A claim of ``queues`` got fewer jobs than it asked for: none of them has more due."""
+        self.pending.difference_update(queues)
+
+    def next_batch(self, size: int) -> list[ClaimedJob]:
+        """Up to ``size`` buffered jobs for an idle child, in claim order: with a share, of
+        the first queue that is below it, and of that queue only."""
+        share = self.share
+        if share is None:
+            return [self.buffer.popleft() for _ in range(min(size, len(self.buffer)))]
+        running = self.running()
+        queue = next(
+            (self.queue_of(job.type) for job in self.buffer if running[self.queue_of(job.type)] < share), None
+        )
+        if queue is None:
+            return []
+        batch: list[ClaimedJob] = []
+        kept: deque[ClaimedJob] = deque()
+        for job in self.buffer:
+            if len(batch) < size and self.queue_of(job.type) == queue:
+                batch.append(job)
+            else:
+                kept.append(job)
+        self.buffer = kept
+        return batch
+
+    def ready(self) -> int:
+        """How many buffered jobs an idle child may take now (all of them, without a share;
+        with one, those of queues below it)."""
+        share = self.share
+        if share is None:
+            return len(self.buffer)
+        running = self.running()
+        return sum(1 for job in self.buffer if running[self.queue_of(job.type)] < share)
+
+    # --- batches and prefetch -------------------------------------------------------------
 
     def batch_size(self, window: float) -> int:
         """Jobs per child message: as many as the child runs within ``window`` seconds at

@@ -4,7 +4,8 @@ reaps, wakes on NOTIFY, and stops gracefully.
 It only calls ``jobs.store``, in one thread, between waits, and always through its
 ``DatabaseGuard`` (``jobs.worker.guard``): a database outage pauses claiming while the
 ``ResultBuffer`` (``jobs.worker.results``) keeps the children's results until the database
-is back.
+is back. The handlers' progress reaches the rows through its ``ProgressWriter``
+(``jobs.worker.progress``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
-from jobs.worker.messages import JobFailed, JobProgress, JobRescheduled, JobReturned, JobSettled
+from jobs.worker.messages import JobFailed, JobRescheduled, JobReturned, JobSettled
 from jobs.worker.pool import Child, Lane
+from jobs.worker.progress import ProgressWriter
 from jobs.worker.results import ResultBuffer
 
 logger = logging.getLogger("jobs.worker")
@@ -48,13 +50,16 @@ class Supervisor:
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.name = options.name
-        self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
+        self.lanes = [
+            Lane(queues=list(queues), slots=slots, queue_of=self._queue_of) for queues, slots in options.lanes
+        ]
         self.listener = Listener()
         self.listener_fd: int | None = None  # as registered with the selector
         # What is ready on each registered file: the callback that handles it.
         self.selector: selectors.BaseSelector = selectors.DefaultSelector()
         self.db = DatabaseGuard(settings.JOBS_WORKER_LEASE, on_outage=self._close_listener)
         self.results = ResultBuffer(self.name, self.db, ack_batch=settings.JOBS_ACK_BATCH)
+        self.progress = ProgressWriter(self.name, self.db, settings.JOBS_PROGRESS_INTERVAL)
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
@@ -63,6 +68,7 @@ class Supervisor:
         self.window = settings.JOBS_PREFETCH_WINDOW
         self.max_prefetch = settings.JOBS_MAX_PREFETCH
         self.timeouts: dict[str, float | None] = {}
+        self.declared_queues: dict[str, str] = {}
         self.log_jobs = logger.isEnabledFor(logging.INFO)
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -80,7 +86,10 @@ class Supervisor:
         logger.info(
             "Worker %s started: lanes %s%s; %s.",
             self.name,
-            ", ".join(lane.label for lane in self.lanes),
+            ", ".join(
+                lane.label + (f" (at most {lane.share} per queue)" if lane.share else "")
+                for lane in self.lanes
+            ),
             ", burst" if self.options.burst else "",
             self.listener.describe(),
         )
@@ -164,6 +173,8 @@ class Supervisor:
                 self._fill_and_dispatch()
                 if self.options.burst and self._drained():
                     return
+            if self._busy():
+                self.progress.write_due(self._busy_children())
             if self.results.flush_due(now, self._busy):
                 self.results.flush()
             for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
@@ -172,6 +183,9 @@ class Supervisor:
 
     def _busy(self) -> bool:
         return any(child.busy for lane in self.lanes for child in lane.children)
+
+    def _busy_children(self) -> list[Child]:
+        return [child for lane in self.lanes for child in lane.children if child.busy]
 
     def _drained(self) -> bool:
         if self._busy() or any(lane.buffer or lane.maybe_work for lane in self.lanes):
@@ -189,7 +203,7 @@ class Supervisor:
     def _wait_timeout(self, now: float) -> float:
         if not self.stopping and self.db.available(now):
             for lane in self.lanes:
-                if (lane.buffer or lane.maybe_work) and lane.idle:
+                if lane.idle and (lane.ready() or self._may_claim(lane)):
                     return 0.0  # work to hand out right away
         deadlines = [self.next_heartbeat, self.stop_deadline if self.stopping else self.next_poll]
         for lane in self.lanes:
@@ -199,12 +213,22 @@ class Supervisor:
                     timeout = self._timeout(job.type)
                     if timeout:
                         deadlines.append(started + timeout)
+                    deadlines.append(self.progress.deadline())
         ack_deadline = self.results.ack_deadline()
         if ack_deadline is not None:
             deadlines.append(ack_deadline)
         if self.db.retry_at > now:
             deadlines.append(self.db.retry_at)
         return max(0.0, min(deadlines) - now)
+
+    def _queue_of(self, type_name: str) -> str:
+        """The queue a type is declared on; "" for a type no longer declared."""
+        if type_name not in self.declared_queues:
+            try:
+                self.declared_queues[type_name] = registry.get(type_name).queue
+            except UnknownJobType:
+                self.declared_queues[type_name] = ""
+        return self.declared_queues[type_name]
 
     def _timeout(self, type_name: str) -> float | None:
         if type_name not in self.timeouts:
@@ -281,23 +305,40 @@ class Supervisor:
                 continue
             size = lane.batch_size(self.window)
             if (
-                lane.maybe_work
-                and len(lane.buffer) < len(idle) * size
+                lane.ready() < len(idle) * size
+                and self._may_claim(lane)
                 and self.db.available(time.monotonic())
             ):
-                want = lane.claim_size(self.window, self.max_prefetch)
-                claimed = self.db.call(store.claim, self.name, lane.queues, want)
-                if claimed is not None:
-                    lane.buffer.extend(claimed)
-                    if claimed:
-                        self.burst_rechecked = False
-                    if len(claimed) < want:
-                        lane.maybe_work = False
+                self._claim(lane, size)
             for child in idle:
-                if not lane.buffer:
+                batch = lane.next_batch(size)
+                if not batch:
                     break
-                batch = [lane.buffer.popleft() for _ in range(min(size, len(lane.buffer)))]
                 self._start(child, batch)
+
+    def _may_claim(self, lane: Lane) -> bool:
+        """Is a claim worth making for this lane now?"""
+        return bool(lane.claimable(1, lane.batch_size(self.window), self.max_prefetch)[0])
+
+    def _claim(self, lane: Lane, size: int) -> None:
+        """Claim what the lane's idle children can take. With a fair share, a queue at its
+        share is left out, and a claim takes no more of a queue than its share has room
+        for, so filling the idle children may take a claim or two more."""
+        want = lane.claim_size(self.window, self.max_prefetch)
+        while want > 0:
+            queues, limit = lane.claimable(want, size, self.max_prefetch)
+            if not queues:
+                return
+            claimed = self.db.call(store.claim, self.name, queues, limit)
+            if claimed is None:
+                return
+            lane.buffer.extend(claimed)
+            if claimed:
+                self.burst_rechecked = False
+            if len(claimed) < limit:
+                lane.claimed_short(queues)  # nothing more is due in these queues
+                return
+            want -= len(claimed)
 
     def _start(self, child: Child, batch: list[ClaimedJob]) -> None:
         if self.log_jobs:
@@ -317,8 +358,7 @@ class Supervisor:
             self._close_listener()
             return
         for lane in self.lanes:
-            if queues.intersection(lane.queues):
-                lane.maybe_work = True
+            lane.pending.update(queues.intersection(lane.queues))
 
     def _connect_listener(self) -> None:
         if not self.listener.enabled:
@@ -356,6 +396,7 @@ class Supervisor:
             message = child.receive()
         except (EOFError, OSError):
             return False
+        self.progress.write(child)  # a job ended: its last report, before its result
         if isinstance(message, JobReturned):
             child.returned[message.position] = message.value
             return True
@@ -371,10 +412,6 @@ class Supervisor:
         if isinstance(message, JobSettled):
             child.settled.add(message.position)
             self._settled(child.batch[message.position], message.committed, time.monotonic() - child.started)
-            return True
-        if isinstance(message, JobProgress):
-            job = child.batch[message.position]
-            self.db.call(store.set_progress, self.name, job.id, job.attempt, message.percent, message.message)
             return True
         returned = child.returned
         batch, settled, took = child.finish()
@@ -453,7 +490,7 @@ class Supervisor:
         if child.busy:
             failure = Failure("WorkerCrashed", f"The child process running this job {how}.")
             self._salvage(child, failure=failure, what="crashed")
-        else:
+        elif not self.stopping:  # a stopping worker replaces nothing
             logger.warning("An idle child process %s; replacing it.", how)
         self._replace(child)
 

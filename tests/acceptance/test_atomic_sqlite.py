@@ -18,16 +18,21 @@ pytestmark = pytest.mark.slow
 
 IN_PROCESS = """
 import json
+from django.utils import timezone
 from jobs import store
+from jobs.models import Job
 from jobs.worker import child
 from tests.jobs_app.models import Execution
 
 def run(claimed, worker):
-    return child.run(claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker)
+    return child.run(
+        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker, lambda p, m: None
+    )
 
 raced = store.enqueue("test.write_atomic", {})
 [first] = store.claim("w1", ["default"], 1)
 store.recover_worker("w1")
+Job.objects.filter(pk=raced.pk).update(run_at=timezone.now())  # its backoff has passed
 [second] = store.claim("w2", ["default"], 1)
 outcomes = [run(second, "w2").value, run(first, "w1").value]
 failing = store.enqueue("test.write_atomic", {"fail": "boom"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,10 @@ def _executions(job_id: int) -> list[int]:
 def test_fleet__every_job_runs_exactly_once(start_worker, tmp_path):
     names = [f"fleet-{n}" for n in range(3)]
     # Nothing crashes here: a long lease keeps a worker slowed down by a loaded machine
-    # from being taken for dead (that case has its own tests).
+    # from being taken for dead (that case has its own tests). Each worker gives the queue
+    # both its slots (a plain runworker keeps one for the other queues).
     calm = {"JOBS_WORKER_LEASE": "60", "JOBS_REAP_AFTER": "60"}
-    workers = [start_worker("--concurrency", "2", "--name", name, env=calm) for name in names]
+    workers = [start_worker("--queue", "default:2", "--name", name, env=calm) for name in names]
     wait_registered(*names)
 
     # The work is shared: six jobs held at a gate fill the fleet's six slots, and a worker
@@ -90,6 +92,29 @@ def test_kill_9__job_comes_back_through_the_reaper_and_finishes_on_another_worke
     assert Job.objects.filter(pk__in=queued, status=Status.SUCCEEDED).count() == len(queued)
     assert set(Execution.objects.filter(job_id__in=queued).values_list("job_id", flat=True)) == set(queued)
     assert "Reaper took back" in rescuer.log()
+
+
+def test_kill_9__a_job_that_kills_its_worker_waits_out_its_backoff_instead_of_killing_the_next(
+    start_worker, tmp_path
+):
+    runs = tmp_path / "runs"
+    victim = start_worker("--concurrency", "1", "--name", "victim")
+    job = store.enqueue("test.kill_worker", {"marker": str(runs)})  # backoff 600 s
+    assert victim.wait(timeout=30) != 0  # the job took its whole worker down
+
+    rescuer = start_worker("--concurrency", "1", "--name", "rescuer")
+    lost = wait_for(
+        lambda: JobAttempt.objects.filter(job_id=job.pk, error_class="WorkerLost").first(),
+        timeout=60,
+        message="the reaper to take the job back",
+    )
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.message) == (Status.QUEUED, 1, "Requeued after a worker restart.")
+    assert job.run_at >= lost.failed_at + timedelta(seconds=500)  # not at once: after its backoff
+    wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED)  # the rescuer works on
+    assert rescuer.process.poll() is None
+    assert runs.read_text().split() == ["1"]  # it ran once, on the victim only
 
 
 def test_os_exit__fails_only_that_try_and_the_worker_goes_on(start_worker):
@@ -159,6 +184,24 @@ def test_progress__reaches_the_row_while_the_job_runs(start_worker, tmp_path):
     gate.touch()
     done = wait_status(job.pk, Status.SUCCEEDED)
     assert done.progress == 100
+
+
+def test_progress__the_last_report_before_a_long_step_reaches_the_row(start_worker, tmp_path):
+    """Reports that come within the progress interval are not dropped: the latest one is
+    written when the interval ends, though the handler reports nothing more (it is busy)."""
+    start_worker("--concurrency", "1", "--name", "reporter", env={"JOBS_PROGRESS_INTERVAL": "1"})
+    gate = tmp_path / "gate"
+    job = store.enqueue("test.report", {"messages": ["A", "B"], "gate": str(gate)})
+
+    shown = wait_for(
+        lambda: Job.objects.filter(pk=job.pk, status=Status.RUNNING, progress_message="B").first(),
+        timeout=30,
+        message="the report B on the running job's row",
+    )
+
+    assert shown.progress == 20
+    gate.touch()
+    assert wait_status(job.pk, Status.SUCCEEDED).progress_message == "B"
 
 
 def test_crash_and_timeout_inside_a_batch__the_other_jobs_run_exactly_once(start_worker):

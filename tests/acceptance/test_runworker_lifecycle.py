@@ -46,6 +46,34 @@ def test_lanes__an_ai_job_runs_while_the_default_lane_is_full(start_worker, tmp_
     assert statuses == {Status.RUNNING: 1, Status.QUEUED: 2}
 
 
+def test_fair_share__two_long_ai_jobs_leave_a_slot_for_a_job_of_another_queue(start_worker, tmp_path):
+    """A plain runworker (two slots, every queue): no queue may hold both slots while
+    another queue has due jobs, so a job of another queue starts while the long ones wait
+    and run, here enqueued after the worker has had every chance to take both ai jobs."""
+    gate = tmp_path / "gate"
+    long_ai = [
+        store.enqueue("test.ai", {"marker": str(tmp_path / f"ai-{n}"), "gate": str(gate)}).pk
+        for n in range(2)
+    ]
+    worker = start_worker("--concurrency", "2", "--shutdown-timeout", "0.5", "--name", "shared")
+    wait_for(
+        lambda: any((tmp_path / f"ai-{n}").exists() for n in range(2)),
+        timeout=30,
+        message="an ai job to start",
+    )
+    wait_log(worker, "start test.ai")
+
+    other = store.enqueue("test.record", {})  # queue default, enqueued while the ai jobs hold on
+
+    wait_status(other.pk, Status.SUCCEEDED, timeout=30)
+    statuses = Counter(Job.objects.filter(pk__in=long_ai).values_list("status", flat=True))
+    assert statuses == {Status.RUNNING: 1, Status.QUEUED: 1}
+    assert "at most 1 per queue" in worker.log()
+    gate.touch()
+    for job_id in long_ai:  # the second ai job runs once a slot is free of the first
+        wait_status(job_id, Status.SUCCEEDED, timeout=30)
+
+
 def test_burst__drains_what_is_due_logs_each_job_and_exits(start_worker):
     due = [store.enqueue("test.record", {}).pk for _ in range(5)]
     due.append(store.enqueue("test.ai", {}).pk)
@@ -108,6 +136,27 @@ def test_sigterm__a_job_finishing_during_shutdown_is_not_taken_by_another_worker
     assert (job.attempts, job.locked_by) == (1, "stopping")
     assert list(Execution.objects.filter(job_id=job.pk).values_list("attempt", flat=True)) == [1]
     assert not JobAttempt.objects.exists()
+
+
+def test_sigterm_to_the_whole_process_group__running_job_finishes_and_nothing_is_replaced(
+    start_worker, tmp_path
+):
+    """A stopping worker replaces no child, and says nothing of it, also when the signal
+    reaches every process of the worker at once (the forkserver included)."""
+    marker = tmp_path / "started"
+    job = store.enqueue("test.sleep", {"seconds": 2, "marker": str(marker)})
+    worker = start_worker("--concurrency", "2", "--shutdown-timeout", "60", "--name", "grouped")
+    wait_file(marker)
+
+    worker.signal_group(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (Status.SUCCEEDED, 1)
+    assert not JobAttempt.objects.exists()
+    log = worker.log()
+    assert "Worker grouped stopped." in log
+    assert "replacing" not in log and "child process" not in log
 
 
 def test_database_unreachable__worker_logs_that_it_retries_instead_of_crashing(start_worker):

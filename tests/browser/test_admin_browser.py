@@ -8,7 +8,6 @@ idle, and let an operator Retry a failed job. Screenshots go to tests/artifacts/
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from django.db import connections
@@ -16,26 +15,15 @@ from django.db import connections
 from jobs import store
 from jobs.models import Job, Status
 from tests.admin_jobs import PAGE, PASSWORD, make_failed, make_operator, make_viewer
+from tests.support import chromium
+from tests.support.chromium import CHROMIUM, record_csp_violations
 from tests.support.paths import ARTIFACTS
 from tests.support.waiting import wait_for
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 REFRESH_HEADER = "x-jobs-refresh"  # Playwright reports header names in lower case
 
 pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium"
-    ),
+    pytest.mark.browser,  # skipped without Chromium, failed in CI (tests/support/chromium.py)
     pytest.mark.django_db(transaction=True),  # the live server and the worker see committed rows
 ]
 
@@ -48,7 +36,7 @@ def browser(monkeypatch) -> Iterator:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=chromium.ARGS)
         yield browser
         browser.close()
         # While Playwright's loop runs, the ORM keeps its connection in that context: close
@@ -56,9 +44,15 @@ def browser(monkeypatch) -> Iterator:
         connections.close_all()
 
 
-def log_in(browser, live_server, username: str, *, next_url: str = PAGE, height: int = 900):
+def log_in(browser, live_server, username: str, *, next_url: str = PAGE, height: int = 900, before=None):
+    """A page logged in as ``username`` at ``next_url``; its Content-Security-Policy
+    violations are collected in ``page.csp_violations``. ``before(page)`` runs before the
+    first navigation (to install the page's clock, say)."""
     page = browser.new_page(viewport={"width": 1400, "height": height})
     page.set_default_timeout(20_000)
+    page.csp_violations = record_csp_violations(page)
+    if before is not None:
+        before(page)
     page.goto(f"{live_server.url}/admin/login/?next={next_url}")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
@@ -114,12 +108,52 @@ def test_viewer__watches_progress_live_and_refreshing_stops_when_idle(
     assert Job.objects.get(pk=job.pk).status == Status.SUCCEEDED
     # No refresh is scheduled any more: the page's clock runs three refresh intervals at
     # once, firing every timer due in them, and any refresh would call fetch, counted here.
-    page.evaluate(
-        "() => { window.fetches = 0; const realFetch = window.fetch;"
-        " window.fetch = (...args) => { window.fetches++; return realFetch(...args); }; }"
-    )
+    page.evaluate(COUNT_FETCHES)
     page.clock.run_for(10_000)
     assert page.evaluate("window.fetches") == 0, "the page kept refreshing on an idle system"
+    assert page.csp_violations == []
+
+
+COUNT_FETCHES = (
+    "() => { window.fetches = 0; const realFetch = window.fetch;"
+    " window.fetch = (...args) => { window.fetches++; return realFetch(...args); }; }"
+)
+
+
+def test_refresh__every_three_seconds_by_the_pages_clock_under_its_content_security_policy(
+    browser, live_server
+) -> None:
+    """The page's own clock, paused: no refresh before 3 s, one at 3 s, the next 3 s after
+    that one came back. The page's inline script runs under the policy, or nothing would
+    refresh at all, and nothing is blocked."""
+    make_viewer()
+    store.enqueue("test.noop", {})  # queued: the page is live
+
+    def paused_clock(page) -> None:
+        page.clock.install(time=0)
+        page.clock.pause_at(1_000)
+
+    page = log_in(browser, live_server, "viewer", before=paused_clock)
+    assert page.get_attribute("#job-tiles", "data-refresh-ms") == "3000"
+    page.evaluate(
+        "window.refreshes = 0; document.addEventListener('jobs:refreshed', () => window.refreshes++)"
+    )
+    page.evaluate(COUNT_FETCHES)
+
+    page.clock.run_for(2_999)
+    assert page.evaluate("window.fetches") == 0
+    page.clock.run_for(1)
+    assert page.evaluate("window.fetches") == 1
+    wait_for(lambda: page.evaluate("window.refreshes") == 1, 15, message="the refresh to be swapped in")
+    page.clock.run_for(2_999)
+    assert page.evaluate("window.fetches") == 1
+    page.clock.run_for(1)
+    assert page.evaluate("window.fetches") == 2
+
+    assert "script-src 'self' 'nonce-" in page.evaluate(
+        "async () => (await fetch(location.href)).headers.get('content-security-policy')"
+    )
+    assert page.csp_violations == []
 
 
 def test_operator__retries_a_failed_job_and_sees_it_queued(browser, live_server) -> None:
@@ -147,6 +181,7 @@ def test_operator__retries_a_failed_job_and_sees_it_queued(browser, live_server)
     page.goto(f"{live_server.url}{PAGE}{job.pk}/change/")
     assert "Failed attempts (3)" in page.inner_text("#job-attempts")
     screenshot(page, "admin_job_detail.png")
+    assert page.csp_violations == []
 
 
 def test_operator__ticks_survive_a_refresh_and_bulk_cancel_works(browser, live_server) -> None:

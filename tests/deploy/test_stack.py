@@ -40,6 +40,7 @@ class Stack:
     physical_ids: dict[str, str]  # logical id → physical id, as moto's CloudFormation lists them
     skipped: set[str]  # resource types moto's CloudFormation listed no resource for
     secret_arn: str
+    key_arn: str
     subnets: list[str]
     security_group: str
     aws: Callable[[str], Any]
@@ -66,12 +67,14 @@ def stack(moto_server: str) -> Iterator[Stack]:
     secret_arn = aws("secretsmanager").create_secret(
         Name="platform/database-url", SecretString="postgres://platform:pw@db.internal:5432/platform"
     )["ARN"]
+    key_arn = aws("secretsmanager").create_secret(Name="platform/secret-key", SecretString="k" * 50)["ARN"]
     parameters = {
         "Image": "123456789012.dkr.ecr.eu-central-1.amazonaws.com/platform:1.4.0",
         "Cluster": CLUSTER,
         "Subnets": ",".join(subnets),
         "SecurityGroups": security_group,
         "DatabaseUrlSecretArn": secret_arn,
+        "SecretKeySecretArn": key_arn,
         "MetricsNamespace": NAMESPACE,
         "AlarmTopicArn": f"arn:aws:sns:{REGION}:{ACCOUNT}:platform-alarms",
     }
@@ -123,7 +126,7 @@ def stack(moto_server: str) -> Iterator[Stack]:
     template.attributes[("Service", "Name")] = service["serviceName"]
 
     create_skipped(template, aws)
-    yield Stack(template, physical_ids, skipped, secret_arn, subnets, security_group, aws)
+    yield Stack(template, physical_ids, skipped, secret_arn, key_arn, subnets, security_group, aws)
 
 
 def _role_policy(stack: Stack, role: str, name: str) -> dict[str, Any]:
@@ -166,17 +169,25 @@ def test_task_definition__runs_runworker_and_gives_it_120_seconds_to_stop(stack)
     assert "runworker" in get_commands()
 
 
-def test_task_definition__takes_the_database_url_from_secrets_manager_only(stack):
+def test_task_definition__takes_the_database_url_and_secret_key_from_secrets_manager_only(stack):
     container = _container(stack)
 
-    assert container["secrets"] == [{"name": "DATABASE_URL", "valueFrom": stack.secret_arn}]
+    assert container["secrets"] == [
+        {"name": "DATABASE_URL", "valueFrom": stack.secret_arn},
+        {"name": "SECRET_KEY", "valueFrom": stack.key_arn},
+    ]
     assert all("postgres://" not in item["value"] for item in container["environment"])
-    secret_parameter = stack.template.body["Parameters"]["DatabaseUrlSecretArn"]
-    assert secret_parameter["AllowedPattern"].startswith("^arn:aws")
-    # Only the execution role reads it, and only that secret.
-    policy = _role_policy(stack, "ExecutionRole", "read-database-url")
+    assert "SECRET_KEY" not in {item["name"] for item in container["environment"]}
+    for name in ("DatabaseUrlSecretArn", "SecretKeySecretArn"):
+        assert stack.template.body["Parameters"][name]["AllowedPattern"].startswith("^arn:aws")
+    # Only the execution role reads them, and only those two secrets.
+    policy = _role_policy(stack, "ExecutionRole", "read-secrets")
     assert policy["Statement"] == [
-        {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": stack.secret_arn}
+        {
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": [stack.secret_arn, stack.key_arn],
+        }
     ]
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
 
 from jobs.models import Job, Status
 from jobs.store import CANCELLED, REQUEUED_BY_ADMIN
-from tests.admin_jobs import PAGE, make_failed, make_job, make_operator
+from tests.admin_jobs import PAGE, make_failed, make_job, make_operator, make_viewer
+from tests.integration.test_admin_page import row_ids
 
 pytestmark = pytest.mark.django_db
 
@@ -121,3 +124,51 @@ def test_job_page__has_no_save_or_delete(operator_client: Client) -> None:
     assert operator_client.get(f"{PAGE}add/").status_code == 403
     assert posted.status_code == 403
     assert Job.objects.get(pk=job.pk).status == Status.QUEUED
+
+
+# --- dismiss ----------------------------------------------------------------------------------
+
+
+def test_dismiss__from_a_failed_jobs_page_takes_it_off_the_failed_list_and_tile(
+    operator_client: Client,
+) -> None:
+    job, other = make_failed(), make_failed()
+
+    detail = operator_client.get(f"{PAGE}{job.pk}/change/")
+    response = operator_client.post(f"{PAGE}{job.pk}/dismiss/")
+
+    assert f'action="{PAGE}{job.pk}/dismiss/"' in detail.text
+    assert f"Job #{job.pk} is dismissed." in texts(response)
+    assert Job.objects.get(pk=job.pk).dismissed_at is not None
+    failed_list = operator_client.get(f"{PAGE}?status=failed").text
+    assert row_ids(failed_list) == [other.pk]
+    assert re.search(r'job-tile--failed.*?class="job-tile-count"[^>]*>1<', failed_list, re.S)
+    assert row_ids(operator_client.get(f"{PAGE}?status=dismissed").text) == [job.pk]
+    assert f'action="{PAGE}{job.pk}/dismiss/"' not in operator_client.get(f"{PAGE}{job.pk}/change/").text
+
+
+def test_bulk_dismiss__dismisses_the_failed_and_reports_the_rest(operator_client: Client) -> None:
+    failed, queued = make_failed(), make_job()
+
+    response = operator_client.post(
+        PAGE, {"action": "dismiss_selected", "_selected_action": [failed.pk, queued.pk]}, follow=True
+    )
+
+    assert "1 job dismissed." in texts(response)
+    assert any("Only a failed job can be dismissed" in text for text in texts(response))
+    assert Job.objects.get(pk=failed.pk).dismissed_at is not None
+    assert Job.objects.get(pk=queued.pk).dismissed_at is None
+
+
+def test_dismiss__needs_the_change_permission(client: Client) -> None:
+    client.force_login(make_viewer())
+    job = make_failed()
+
+    detail = client.get(f"{PAGE}{job.pk}/change/")
+    forged = client.post(f"{PAGE}{job.pk}/dismiss/")
+    bulk = client.post(PAGE, {"action": "dismiss_selected", "_selected_action": [job.pk]})
+
+    assert "/dismiss/" not in detail.text
+    assert forged.status_code == 403
+    assert bulk.status_code in (200, 302)
+    assert Job.objects.get(pk=job.pk).dismissed_at is None

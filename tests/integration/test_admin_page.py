@@ -98,7 +98,7 @@ def test_columns__running_job_shows_percent_and_live_message(viewer_client: Clie
     assert "test.progress" in cells and ">default<" in cells
     assert "job-status--running" in cells
     assert "40 %" in cells and "step 2 of 5" in cells
-    assert "1/3" in cells or "1/1" in cells
+    assert '<td class="field-attempts_cell">1/1</td>' in cells  # its first try of test.progress's one
     assert "so far" in cells and "started" in cells
 
 
@@ -182,6 +182,16 @@ def test_refresh__returns_only_the_live_parts_with_the_same_filters(viewer_clien
     assert "X-Jobs-Refresh" in fragment["Vary"]
 
 
+def test_refresh__the_page_refreshes_every_three_seconds_while_live(viewer_client: Client) -> None:
+    make_job()
+
+    html = viewer_client.get(PAGE).text
+
+    assert re.search(r'<div id="job-tiles"[^>]*data-active="1"[^>]*data-refresh-ms="3000"', html)
+    assert "refreshing every 3 s" in html
+    assert "setTimeout(refresh, Number(tiles().dataset.refreshMs))" in html  # the script reads it
+
+
 def test_refresh__is_off_when_nothing_is_queued_or_running(viewer_client: Client) -> None:
     make_job(Status.SUCCEEDED)
     make_failed()
@@ -204,3 +214,20 @@ def test_job_page__shows_payload_attempts_tracebacks_worker_and_timestamps(viewe
     assert "host-a:101:0" in html  # the worker
     for label in ("Created:", "Run at (due):", "Started:", "Finished:", "Last heartbeat:"):
         assert label in html
+
+
+def test_page__its_inline_script_and_style_carry_the_nonce_of_the_content_security_policy(
+    viewer_client: Client,
+) -> None:
+    make_job()
+
+    response = viewer_client.get(PAGE)
+
+    policy = response["Content-Security-Policy"]
+    nonce = re.search(r"script-src 'self' 'nonce-([^']+)'", policy).group(1)
+    assert f"style-src 'self' 'nonce-{nonce}'" in policy
+    assert "unsafe-inline" not in policy
+    html = response.text
+    inline = re.findall(r"<(script|style)(?![^>]*\bsrc=)([^>]*)>", html)
+    assert inline, "the page's own script and style"
+    assert all(f'nonce="{nonce}"' in attributes for _, attributes in inline)

@@ -242,3 +242,15 @@ def test_enqueue__concurrent_twins_of_one_payload_give_one_job():
     assert len(ids) == 6 and len(set(ids)) == 1
     assert Job.objects.filter(type=KEYED).count() == 1
     assert jobs.active_job(KEYED, thing_id=7).pk == ids[0]
+
+
+# --- operator actions -------------------------------------------------------------------------
+
+
+def test_dismiss__is_public_and_takes_a_job_or_its_id():
+    first, second = jobs.enqueue("test.fail", {}), jobs.enqueue("test.fail", {})
+    Job.objects.update(status=Status.FAILED)
+
+    assert jobs.dismiss(first).dismissed_at is not None
+    assert jobs.dismiss(second.pk).dismissed_at is not None
+    assert Job.objects.filter(dismissed_at__isnull=False).count() == 2

@@ -14,14 +14,20 @@ from jobs.models import Job, JobAttempt, Status
 from jobs.worker import child
 from jobs.worker.child import Settled
 from tests.jobs_app.models import Execution
-from tests.support.job_states import claim_one
+from tests.support.job_states import claim_one, make_due
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _run(claimed: store.ClaimedJob, worker: str, relay=None) -> store.Failure | Settled | None:
+def _run(claimed: store.ClaimedJob, worker: str, report=None) -> object:
     return child.run(
-        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker, relay=relay
+        claimed.id,
+        claimed.type,
+        claimed.payload,
+        claimed.attempt,
+        claimed.max_attempts,
+        worker,
+        report or (lambda percent, message: None),
     )
 
 
@@ -88,6 +94,7 @@ def test_atomic_job__a_try_taken_back_and_run_again_commits_once():
     job = store.enqueue("test.write_atomic", {})
     first = claim_one("w1", "test.write_atomic")
     assert store.recover_worker("w1").requeued == 1  # as the reaper does for a silent worker
+    make_due(job.pk)  # the try's backoff has passed
     second = claim_one("w2", "test.write_atomic")
     assert second.attempt == 2
 
@@ -99,15 +106,17 @@ def test_atomic_job__a_try_taken_back_and_run_again_commits_once():
     assert _rows(job.pk) == [2]
 
 
-def test_atomic_job__its_progress_goes_to_the_relay_not_into_its_transaction():
-    store.enqueue("test.write_atomic", {"progress": True})
+def test_atomic_job__its_progress_goes_to_the_reporter_not_into_its_transaction():
+    job = store.enqueue("test.write_atomic", {"progress": True})
     claimed = claim_one("w1", "test.write_atomic")
-    relayed: list[tuple[int, str]] = []
+    reported: list[tuple[int, str]] = []
 
-    assert _run(claimed, "w1", relay=lambda percent, message: relayed.append((percent, message))) is (
+    assert _run(claimed, "w1", report=lambda percent, message: reported.append((percent, message))) is (
         Settled.COMMITTED
     )
-    assert relayed == [(50, "row written")]
+    assert reported == [(50, "row written")]
+    job.refresh_from_db()
+    assert job.progress_message != "row written"  # the supervisor writes it, not the handler
 
 
 def test_complete_in_transaction__needs_the_handlers_transaction():

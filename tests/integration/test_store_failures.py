@@ -19,7 +19,19 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _run_in_process(claimed: store.ClaimedJob, worker: str = "w1") -> store.Failure | None:
     """Run the handler as a child process would (same code, no fork): its real failure."""
-    return child.run(claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker)
+    return child.run(
+        claimed.id,
+        claimed.type,
+        claimed.payload,
+        claimed.attempt,
+        claimed.max_attempts,
+        worker,
+        _ignore_progress,
+    )
+
+
+def _ignore_progress(percent: int, message: str) -> None:
+    """These handlers report no progress (the worker's slot and writer have their own tests)."""
 
 
 def test_fail__requeues_with_the_exact_backoff_and_keeps_the_error():

@@ -1,24 +1,27 @@
-"""A handler's progress reaching the job row (throttled), and timers guarded by a
-PostgreSQL advisory lock so two runs at the same moment never do the same work."""
+"""A handler's progress reaching the job row (the latest report at most once per interval,
+never dropped), and timers guarded by a PostgreSQL advisory lock so two runs at the same
+moment never do the same work."""
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from io import StringIO
 
 import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection
-from django.test.utils import override_settings
 
 from jobs import store, timers
 from jobs.context import JobContext
 from jobs.models import Job
-from jobs.worker.child import ProgressReporter
+from jobs.worker.guard import DatabaseGuard
+from jobs.worker.progress import ProgressSlot, ProgressWriter
 from tests.support.job_states import claim_one, make_silent
-from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -27,43 +30,84 @@ def _progress(job_id: int) -> tuple[int | None, str]:
     return Job.objects.values_list("progress", "progress_message").get(pk=job_id)
 
 
-def _context(claimed: store.ClaimedJob, worker: str = "w1") -> JobContext:
-    return JobContext(
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class FakeChild:
+    """What the writer reads of a child process: its slot, in shared memory as in a worker."""
+
+    progress: ProgressSlot = field(default_factory=lambda: ProgressSlot(multiprocessing.get_context()))
+    progress_written: int = 0
+
+
+def _running(worker: str = "w1") -> tuple[store.ClaimedJob, JobContext, FakeChild]:
+    store.enqueue("test.progress", {})
+    claimed = claim_one(worker, "test.progress")
+    child = FakeChild()
+    ctx = JobContext(
         job_id=claimed.id,
         type_name=claimed.type,
         attempt=claimed.attempt,
         max_attempts=claimed.max_attempts,
         worker=worker,
-        report=ProgressReporter(worker, claimed.id, claimed.attempt),
+        report=functools.partial(child.progress.put, claimed.id, claimed.attempt),
     )
+    return claimed, ctx, child
 
 
-@override_settings(JOBS_PROGRESS_INTERVAL=3600)
-def test_progress__first_report_reaches_the_row_then_writes_are_throttled():
-    store.enqueue("test.progress", {})
-    claimed = claim_one("w1", "test.progress")
-    ctx = _context(claimed)
+def test_progress__the_latest_report_reaches_the_row_when_the_interval_ends():
+    claimed, ctx, child = _running()
+    clock = FakeClock()
+    writer = ProgressWriter("w1", DatabaseGuard(60.0), interval=0.5, clock=clock)
 
     ctx.progress(12.7, "step 1 of 5")
+    writer.write_due([child])
     assert _progress(claimed.id) == (12, "step 1 of 5")
-    ctx.progress(40, "step 2 of 5")  # within the interval: not written
+
+    ctx.progress(40, "step 2 of 5")  # within the interval: kept, not yet written
+    ctx.progress(60, "step 3 of 5")  # replaces it; then the handler reports nothing more
+    clock.now += 0.2
+    writer.write_due([child])
     assert _progress(claimed.id) == (12, "step 1 of 5")
-    ctx.progress(250, "done")  # clamped to 100, and 100 is always written
-    assert _progress(claimed.id) == (100, "done")
+    clock.now += 0.3  # the interval has passed
+    writer.write_due([child])
+    assert _progress(claimed.id) == (60, "step 3 of 5")
 
 
-@override_settings(JOBS_PROGRESS_INTERVAL=0.2)
-def test_progress__a_later_report_is_written_once_the_interval_passed():
-    store.enqueue("test.progress", {})
-    claimed = claim_one("w1", "test.progress")
-    ctx = _context(claimed)
+def test_progress__a_jobs_last_report_is_written_when_it_ends_and_nothing_is_written_twice():
+    claimed, ctx, child = _running()
+    writes: list[tuple[object, ...]] = []
+
+    def write(*args: object) -> bool:
+        writes.append(args)
+        return store.set_progress(*args)  # type: ignore[arg-type]
+
+    writer = ProgressWriter("w1", DatabaseGuard(60.0), interval=3600, write=write, clock=FakeClock())
     ctx.progress(10, "first")
+    writer.write_due([child])
+    ctx.progress(250, "done")  # clamped to 100
+    writer.write(child)  # the job ended
+    writer.write(child)
+    writer.write_due([child])
 
-    def reported() -> bool:
-        ctx.progress(60, "later")
-        return _progress(claimed.id) == (60, "later")
+    assert _progress(claimed.id) == (100, "done")
+    assert [args[3:] for args in writes] == [(10, "first"), (100, "done")]
 
-    wait_for(reported, timeout=5, message="the throttled progress write")
+
+def test_progress__a_message_postgresql_cannot_store_is_made_storable():
+    claimed, ctx, child = _running()
+    ctx.progress(50, "half\x00way \ud800 there " + "x" * 600)
+
+    ProgressWriter("w1", DatabaseGuard(60.0), interval=0.5).write(child)
+
+    percent, message = _progress(claimed.id)
+    assert percent == 50 and message.startswith("halfway ? there x") and len(message) == 500
 
 
 def test_progress__refreshes_the_heartbeat_and_is_fenced():

@@ -15,7 +15,7 @@ from django.utils import timezone
 from jobs import store
 from jobs.errors import InvalidTransition
 from jobs.models import Job, JobAttempt, Status, Worker
-from tests.support.job_states import claim_one, make_silent
+from tests.support.job_states import claim_one, make_due, make_silent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,10 +23,11 @@ BOOM = store.Failure("RuntimeError", "boom", "Traceback ...")
 
 
 def _reclaimed_by_another_worker(job: Job) -> tuple[store.ClaimedJob, store.ClaimedJob]:
-    """w1 claims, goes silent, the reaper takes the job back, w2 claims it."""
+    """w1 claims, goes silent, the reaper takes the job back, w2 claims it (after its backoff)."""
     stale = claim_one("w1")
     make_silent(job.pk, 3600)
     assert store.reap() == store.ReapResult(requeued=1)
+    make_due(job.pk)
     fresh = claim_one("w2")
     assert (fresh.id, fresh.attempt) == (job.pk, 2)
     return stale, fresh
@@ -68,6 +69,7 @@ def test_complete__stale_attempt_of_the_same_worker_is_dropped():
     first = claim_one("w1")
     make_silent(job.pk, 3600)
     store.reap()
+    make_due(job.pk)
     second = claim_one("w1")
     assert store.complete("w1", [(first.id, first.attempt)]) == []
     assert store.set_progress("w1", first.id, first.attempt, 50, "late") is False
@@ -110,13 +112,51 @@ def test_reap__requeues_silent_jobs_and_leaves_live_ones():
     assert live.status == Status.RUNNING
     [lost] = JobAttempt.objects.filter(job=silent)
     assert (lost.error_class, lost.worker, lost.outcome) == ("WorkerLost", "w1", "queued")
-    # Requeued for now, not after a backoff: another worker takes it at once.
-    assert claim_one("w2").id == silent.pk
+
+
+def test_reap__a_dead_workers_job_waits_out_its_types_backoff_before_it_returns():
+    """A job that kills its worker would otherwise go straight to the next worker, and the
+    next, through the whole fleet."""
+    job = store.enqueue("test.fail", {})  # backoff 30 s, 120 s, 480 s
+    claim_one("w1", "test.fail")
+    make_silent(job.pk, 3600)
+
+    before = timezone.now()
+    assert store.reap() == store.ReapResult(requeued=1)
+    after = timezone.now()
+
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED
+    assert before + timedelta(seconds=30) <= job.run_at <= after + timedelta(seconds=30)
+    assert store.claim("w2", ["default"], 1) == []  # not before its backoff
+    make_due(job.pk)
+    claim_one("w2", "test.fail")
+    make_silent(job.pk, 3600)
+    before = timezone.now()
+    store.reap()
+    job.refresh_from_db()
+    assert job.run_at >= before + timedelta(seconds=120)  # the second step of the schedule
+
+
+@override_settings(JOBS_WORKER_LEASE=60)
+def test_register_worker__a_restarted_workers_leftover_job_waits_out_its_backoff():
+    store.register_worker("w1", "host", 100, ["default:1"])
+    job = store.enqueue("test.fail", {})
+    claim_one("w1", "test.fail")
+    Worker.objects.filter(name="w1").update(last_seen=timezone.now() - timedelta(hours=1))
+
+    before = timezone.now()
+    store.register_worker("w1", "host", 101, ["default:1"])
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (Status.QUEUED, 1)
+    assert job.run_at >= before + timedelta(seconds=30)
 
 
 def test_reap__fails_a_silent_job_whose_budget_is_spent():
     job = store.enqueue("test.fail", {})  # 3 attempts
     for _ in range(3):
+        make_due(job.pk)  # its backoff has passed
         claim_one("w1", "test.fail")
         make_silent(job.pk, 3600)
         store.reap()
@@ -224,14 +264,15 @@ def test_prune__deletes_only_old_finished_jobs_in_batches():
     old = timezone.now() - timedelta(days=30)
     recent = timezone.now() - timedelta(days=1)
     finished = []
-    for status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED):
-        for _ in range(3):
+    for status, count in ((Status.SUCCEEDED, 5), (Status.CANCELLED, 4)):
+        for _ in range(count):
             finished.append(store.enqueue("test.noop", {}).pk)
             Job.objects.filter(pk=finished[-1]).update(status=status, finished_at=old)
-    with_attempt = store.enqueue("test.noop", {})
+    dismissed = store.enqueue("test.noop", {})
     claimed = claim_one("w1")
     store.fail("w1", claimed.id, claimed.attempt, store.Failure("E", "x", retryable=False))
-    Job.objects.filter(pk=with_attempt.pk).update(finished_at=old)
+    store.dismiss(dismissed.pk)
+    Job.objects.filter(pk=dismissed.pk).update(finished_at=old, dismissed_at=old)
     kept_recent = store.enqueue("test.noop", {})
     Job.objects.filter(pk=kept_recent.pk).update(status=Status.SUCCEEDED, finished_at=recent)
     kept_queued = store.enqueue("test.noop", {})
@@ -246,6 +287,47 @@ def test_prune__deletes_only_old_finished_jobs_in_batches():
     assert all(statements[i - 1] == "BEGIN" and statements[i + 1] == "COMMIT" for i in deletes)
     assert set(Job.objects.values_list("pk", flat=True)) == {kept_recent.pk, kept_queued.pk}
     assert not JobAttempt.objects.exists()
+
+
+def test_prune__keeps_failed_jobs_until_they_are_dismissed_then_for_the_retention():
+    """ "After three failed tries it stays failed, in the queue's failed list": however old,
+    until an operator retries or dismisses it."""
+    years_ago = timezone.now() - timedelta(days=1000)
+    failed = store.enqueue("test.fail", {})
+    Job.objects.filter(pk=failed.pk).update(status=Status.FAILED, attempts=3, finished_at=years_ago)
+
+    assert store.prune(timedelta(days=14)) == 0
+    store.dismiss(failed.pk)
+    assert store.prune(timedelta(days=14)) == 0  # dismissed just now: kept for the retention
+    Job.objects.filter(pk=failed.pk).update(dismissed_at=timezone.now() - timedelta(days=15))
+    assert store.prune(timedelta(days=14)) == 1
+
+
+def test_dismiss__takes_a_failed_job_off_the_failed_list_and_retry_puts_it_back():
+    job = store.enqueue("test.fail", {})
+    Job.objects.filter(pk=job.pk).update(status=Status.FAILED, attempts=3, error="RuntimeError: boom")
+
+    dismissed = store.dismiss(job.pk)
+
+    job.refresh_from_db()
+    assert dismissed.pk == job.pk
+    assert (job.status, job.error, job.message) == (Status.FAILED, "RuntimeError: boom", store.DISMISSED)
+    assert job.dismissed_at is not None
+    assert not Job.objects.filter(status=Status.FAILED, dismissed_at=None).exists()
+    with pytest.raises(InvalidTransition, match="already dismissed"):
+        store.dismiss(job.pk)
+    store.retry(job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.dismissed_at) == (Status.QUEUED, None)
+
+
+@pytest.mark.parametrize("status", [Status.QUEUED, Status.RUNNING, Status.SUCCEEDED, Status.CANCELLED])
+def test_dismiss__refuses_anything_but_a_failed_job(status):
+    job = store.enqueue("test.noop", {})
+    Job.objects.filter(pk=job.pk).update(status=status)
+    with pytest.raises(InvalidTransition, match="Only a failed job can be dismissed"):
+        store.dismiss(job.pk)
+    assert Job.objects.get(pk=job.pk).dismissed_at is None
 
 
 @override_settings(JOBS_KEEP_FINISHED_DAYS=14, JOBS_PRUNE_BATCH=5000)

@@ -21,7 +21,13 @@ def test_reschedule__queues_the_job_for_its_time_and_gives_its_attempt_back(tmp_
     job = store.enqueue("test.rate_limited", {"path": str(tmp_path / "log"), "waits": 1, "delay": 600})
     claimed = claim_one("w1", "test.rate_limited")
     outcome = child.run(
-        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, "w1"
+        claimed.id,
+        claimed.type,
+        claimed.payload,
+        claimed.attempt,
+        claimed.max_attempts,
+        "w1",
+        lambda percent, message: None,
     )
     assert isinstance(outcome, jobs.RetryLater)
 

@@ -38,7 +38,7 @@ def _wait_for_gate(gate: str, longest: float = 60.0) -> None:
         time.sleep(0.02)
 
 
-@job("test.sleep", queue="default", attempts=3)
+@job("test.sleep", queue="default", attempts=3, backoff=(0.2,))
 def sleep(ctx: JobContext, *, seconds: float, marker: str = "", gate: str = "") -> None:
     if marker:
         Path(marker).write_text(str(os.getpid()))
@@ -53,6 +53,15 @@ def sleep(ctx: JobContext, *, seconds: float, marker: str = "", gate: str = "") 
 @job("test.exit", queue="default", attempts=2, backoff=(0.2,))
 def exit_process(ctx: JobContext, *, code: int = 1) -> None:
     os._exit(code)
+
+
+@job("test.kill_worker", queue="default", attempts=3, backoff=(600,))
+def kill_worker(ctx: JobContext, *, marker: str) -> None:
+    """Kills the whole worker it runs in (its process group), as an OOM kill of the task
+    would; writes ``marker`` first, once per run."""
+    with open(marker, "a") as out:
+        out.write(f"{ctx.attempt}\n")
+    os.killpg(os.getpgid(0), 9)
 
 
 @job("test.segfault", queue="default", attempts=1)
@@ -84,13 +93,25 @@ def progress(ctx: JobContext, *, steps: int = 5, pause: float = 0.6, gate: str =
             _wait_for_gate(gate)
 
 
+@job("test.report", queue="default", attempts=1)
+def report(ctx: JobContext, *, messages: list[str], gate: str = "") -> None:
+    """Reports each message at once, one right after the other, then holds until ``gate``
+    exists: a handler busy in a long step right after its last report."""
+    for number, message in enumerate(messages, start=1):
+        ctx.progress(number * 10, message)
+    if gate:
+        _wait_for_gate(gate)
+
+
 @job("test.slow", queue="default", attempts=3, timeout=0.5, backoff=(0.1,))
 def slow(ctx: JobContext, *, seconds: float = 5.0) -> None:
     time.sleep(seconds)
 
 
 @job("test.ai", queue="ai", attempts=2)
-def ai_work(ctx: JobContext, *, seconds: float = 0.0, gate: str = "") -> None:
+def ai_work(ctx: JobContext, *, seconds: float = 0.0, marker: str = "", gate: str = "") -> None:
+    if marker:
+        Path(marker).write_text(str(os.getpid()))
     if gate:
         _wait_for_gate(gate)
     if seconds:

@@ -19,6 +19,7 @@ def test_demo__runs_on_the_embedded_defaults_with_no_environment(tmp_path: Path)
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
     env = {key: os.environ[key] for key in keep if key in os.environ}
     env["VAR_DIR"] = str(tmp_path / "var")  # stands for a fresh clone's var/
+    env["DEBUG"] = "true"  # as make demo sets it: a development machine needs no SECRET_KEY
     for command in (["migrate", "-v0"], ["demo"]):
         result = subprocess.run(
             [sys.executable, "manage.py", *command],

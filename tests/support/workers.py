@@ -58,6 +58,11 @@ class WorkerProcess:
     def signal(self, signum: int) -> None:
         self.process.send_signal(signum)
 
+    def signal_group(self, signum: int) -> None:
+        """Signal the supervisor and every process it started at once, as systemd, a
+        container runtime or a terminal's Ctrl-C does."""
+        os.killpg(self.process.pid, signum)
+
     def kill_all(self) -> None:
         """SIGKILL the supervisor and its children at once: a machine losing the task."""
         with contextlib.suppress(ProcessLookupError):

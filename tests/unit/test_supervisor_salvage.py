@@ -14,6 +14,7 @@ from jobs.store import ClaimedJob, Failure
 from jobs.worker import messages
 from jobs.worker.messages import CURRENT, STARTED, JobFailed, JobReturned
 from jobs.worker.pool import Child
+from jobs.worker.progress import ProgressSlot
 from jobs.worker.results import ResultBuffer
 from jobs.worker.supervisor import Supervisor, WorkerOptions
 
@@ -79,6 +80,7 @@ def running(supervisor: Supervisor, conn, batch: list[ClaimedJob], index: int, s
     child = Child.__new__(Child)
     child.lane = supervisor.lanes[0]
     child.state = multiprocessing.RawArray("d", 2)
+    child.progress, child.progress_written = ProgressSlot(multiprocessing.get_context()), 0
     child.conn, child.process = conn, Process()
     child.batch, child.settled, child.returned, child.sent_at = batch, set(), {}, started
     child.state[CURRENT], child.state[STARTED] = index, started

@@ -17,7 +17,6 @@ from jobs.worker.messages import (
     STOP,
     BatchDone,
     JobFailed,
-    JobProgress,
     JobRescheduled,
     JobReturned,
     JobSettled,
@@ -63,12 +62,6 @@ def test_job_settled__arrives_with_its_position_and_how_it_ended(pipe, committed
     supervisor_end, child_end = pipe
     messages.send(child_end, JobSettled(3, committed))
     assert messages.receive_in_supervisor(supervisor_end) == JobSettled(3, committed)
-
-
-def test_job_progress__arrives_with_its_position_percent_and_message(pipe):
-    supervisor_end, child_end = pipe
-    messages.send(child_end, JobProgress(2, 40, "step 2 of 5"))
-    assert messages.receive_in_supervisor(supervisor_end) == JobProgress(2, 40, "step 2 of 5")
 
 
 def test_job_returned__arrives_with_its_position_and_value(pipe):

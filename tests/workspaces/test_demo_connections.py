@@ -20,6 +20,7 @@ def test_demo_connections__webhooks_keep_the_connection_in_step_on_the_embedded_
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
     env = {key: os.environ[key] for key in keep if key in os.environ}
     env["VAR_DIR"] = str(tmp_path / "var")  # stands for a fresh clone's var/
+    env["DEBUG"] = "true"  # as make demo sets it: a development machine needs no SECRET_KEY
     for command in (["migrate", "-v0"], ["demo_connections"]):
         result = subprocess.run(
             [sys.executable, "manage.py", *command],
