@@ -55,6 +55,11 @@ class Job(models.Model):
     run_at = models.DateTimeField(db_default=Now())
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3)
+    # Tries used before an operator's last Retry (which gives a new budget): the audit log
+    # numbers tries from here on, so they keep counting across a retry. A database default,
+    # so the engine's own INSERT statements need not name it; no CHECK constraint, so adding
+    # the column to a big table changes only the catalogue (a CHECK would scan every row).
+    earlier_attempts = models.IntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(db_default=Now())
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -137,6 +142,11 @@ class Job(models.Model):
         return Priority(self.priority).label
 
     @property
+    def waiting_for_retry(self) -> bool:
+        """Queued again after a failed try (or a lost worker): it has used attempts."""
+        return self.status == Status.QUEUED and self.attempts > 0
+
+    @property
     def duration(self) -> timedelta | None:
         if self.started_at and self.finished_at:
             return self.finished_at - self.started_at
@@ -148,6 +158,8 @@ class JobAttempt(models.Model):
 
     job = models.ForeignKey(Job, on_delete=models.DB_CASCADE, related_name="failed_attempts")
     type = models.CharField(max_length=100)
+    # The try's number in the job's whole life: it keeps counting across an operator's
+    # Retry (``Job.earlier_attempts + Job.attempts`` when it was recorded).
     attempt = models.PositiveSmallIntegerField()
     worker = models.CharField(max_length=200, blank=True, default="")
     started_at = models.DateTimeField(null=True, blank=True)

@@ -1,4 +1,6 @@
-"""The failed tries, read-only: the audit trail of every job's errors."""
+"""The failed tries, read-only: the audit trail of every job's errors. Like the jobs list it
+fits beside the admin's navigation at 1400 px (filter drop-down above it, long texts
+wrapped or clamped), and a try's own page keeps its traceback's indentation."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from jobs.admin.counting import BoundedCountingMixin
-from jobs.admin.display import shorten
+from jobs.admin.display import shorten, timestamp
 from jobs.admin.filters import OutcomeFilter
 from jobs.admin.permissions import ViewJobsPermissionMixin
 from jobs.models import JobAttempt
@@ -25,13 +28,28 @@ class JobAttemptAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, admin.Model
         "job_link",
         "type",
         "attempt",
-        "error_class",
+        "error_class_text",
         "short_error",
-        "worker",
-        "failed_at",
+        "worker_text",
+        "failed_when",
         "outcome",
     )
     list_filter = (OutcomeFilter,)
+    change_list_template = "admin/platform/change_list.html"
+    change_form_template = "admin/platform/change_form.html"
+    fields = (
+        "job_link",
+        "type",
+        "attempt",
+        "outcome",
+        "worker",
+        "started_at",
+        "failed_at",
+        "error_class",
+        "error_text",
+        "traceback_text",
+    )
+    readonly_fields = ("job_link", "error_text", "traceback_text")
     search_fields = ("=job__id",)
     search_help_text = "A job id."
     sortable_by = ()
@@ -57,3 +75,25 @@ class JobAttemptAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, admin.Model
     @admin.display(description="error")
     def short_error(self, attempt: JobAttempt) -> str:
         return shorten(attempt.error, 120)
+
+    @admin.display(description="error class")
+    def error_class_text(self, attempt: JobAttempt) -> SafeString:
+        return format_html('<span class="job-wrap">{}</span>', attempt.error_class)
+
+    @admin.display(description="worker")
+    def worker_text(self, attempt: JobAttempt) -> SafeString:
+        return format_html('<span class="job-wrap">{}</span>', attempt.worker or "—")
+
+    @admin.display(description="failed")
+    def failed_when(self, attempt: JobAttempt) -> SafeString | str:
+        return timestamp(attempt.failed_at, timezone.now())
+
+    # --- a try's own page: its texts as written, indentation kept ----------------------------
+
+    @admin.display(description="error")
+    def error_text(self, attempt: JobAttempt) -> SafeString | str:
+        return format_html('<pre class="job-pre">{}</pre>', attempt.error) if attempt.error else "—"
+
+    @admin.display(description="traceback")
+    def traceback_text(self, attempt: JobAttempt) -> SafeString | str:
+        return format_html('<pre class="job-pre">{}</pre>', attempt.traceback) if attempt.traceback else "—"
