@@ -31,6 +31,8 @@ class JobFactory(factory.django.DjangoModelFactory):
     queue = factory.LazyAttribute(lambda job: registry.get(job.type).queue)
     max_attempts = factory.LazyAttribute(lambda job: registry.get(job.type).attempts)
     payload = factory.Dict({})
+    # As enqueue derives it: a type that owns its key takes it from the payload.
+    dedupe_key = factory.LazyAttribute(lambda job: registry.get(job.type).dedupe_key(job.payload))
     status = Status.QUEUED
     run_at = factory.LazyFunction(timezone.now)
 

@@ -30,3 +30,15 @@ def test_walk__no_admin_page_answers_a_server_error(client) -> None:
     errors = {page: status for page, status in answers.items() if status >= 500}
     assert errors == {}
     assert len(answers) >= 3 * 20, "the walk should reach every registered model"
+
+
+def test_admin_index__leaves_out_django_q2s_task_lists_but_keeps_its_schedules(
+    admin_client, settings
+) -> None:
+    """django-q2 only runs the timers here: its task lists would always be empty."""
+    index = admin_client.get("/admin/").text
+
+    assert "/admin/django_q/schedule/" in index
+    for hidden in ("success", "failure", "ormq"):
+        assert f"/admin/django_q/{hidden}/" not in index
+        assert admin_client.get(f"/admin/django_q/{hidden}/").status_code == 200  # still reachable

@@ -43,11 +43,28 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
 
     now = timezone.now()
     email = EmailMessage.objects.create(
-        blob_name="ab/abcdef", size=120, sha256="a" * 64, sender="ada@example.com", subject="Walk"
+        blob_name="ab/abcdef",
+        size=120,
+        sha256="a" * 64,
+        sender="ada@example.com",
+        subject="Walk",
+        status="failed",
+        needs_review=True,
+        labels=["invoice"],
+    )
+    # Its job waits for a retry: the list and the page say so.
+    JobFactory(
+        type="email.process",
+        payload={"email_id": email.pk},
+        attempts=1,
+        error="ModelCallError: timed out",
+        run_at=now + timedelta(minutes=2),
     )
     run = PipelineRun.objects.create(email=email, last_error="ValueError: walk")
     ErrorLogEntry.objects.create(error_class="ValueError", email=email, run=run, text="walk")
-    repository = workspace_factories.RepositoryFactory(ingested=True)
+    repository = workspace_factories.RepositoryFactory(
+        ingested=True, findings=[{"rule": "secrets.env-file", "path": ".env", "message": "Committed."}]
+    )
     pull = workspace_factories.PullRequestFactory(repository=repository, merged=True)
     connection = workspace_factories.WorkConnectionFactory(workspace=repository.workspace)
     artifact = workspace_factories.AIArtifactFactory(workspace=repository.workspace, repository=repository)
