@@ -332,7 +332,12 @@ class EmailMessageAdmin(RecordJobsMixin, admin.ModelAdmin):
             job = reprocess(email)
             self.log_change(request, email, f"Reprocess: queued {job.type} job #{job.pk}")
             queued += 1
-        self.message_user(request, f"Queued {queued} email(s) for processing.", messages.SUCCESS)
+        listing = reverse("admin:platform_job_changelist") + f"?type={PROCESS_JOB}&status=queued"
+        self.message_user(
+            request,
+            format_html('Queued {} email(s) for processing: <a href="{}">their jobs</a>.', queued, listing),
+            messages.SUCCESS,
+        )
 
 
 def _more(count: int, what: str) -> str:

@@ -16,12 +16,15 @@ only once retention has blanked its bodies.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.db import transaction
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
-from jobs import JobButton, RecordJobsMixin, enqueue, register_payload_link
+from jobs import Job, JobButton, RecordJobsMixin, enqueue, register_payload_link
 from workspaces import admin_display, models
 from workspaces.providers import code_host
 from workspaces.services import decisions, triggers
@@ -35,11 +38,25 @@ register_payload_link("connection_id", "workspaces.workconnection", label="conne
 
 
 def _queue(modeladmin: admin.ModelAdmin, request, type_name: str, payloads: list[dict]) -> None:
-    """One job per payload; a subject that already has one queued or running keeps it."""
+    """One job per payload; a subject that already has one queued or running keeps it. The
+    message links the jobs (a few by number, more as the Background jobs page filtered)."""
     with transaction.atomic():
-        for payload in payloads:
-            enqueue(type_name, payload)
-    modeladmin.message_user(request, f"Queued {len(payloads)} {type_name} job(s).", messages.SUCCESS)
+        queued = [enqueue(type_name, payload) for payload in payloads]
+    modeladmin.message_user(request, queued_message(type_name, queued), messages.SUCCESS)
+
+
+def queued_message(type_name: str, queued: list[Job]) -> str:
+    if len(queued) <= 5:
+        links = format_html_join(", ", '<a href="{}">#{}</a>', ((_job_url(job), job.pk) for job in queued))
+        return format_html("Queued {} {} job(s): {}.", len(queued), type_name, links)
+    listing = (
+        f"{reverse('admin:platform_job_changelist')}?{urlencode({'type': type_name, 'status': 'queued'})}"
+    )
+    return format_html('Queued {} <a href="{}">{} jobs</a>.', len(queued), listing, type_name)
+
+
+def _job_url(job: Job) -> str:
+    return reverse("admin:platform_job_change", args=[job.pk])
 
 
 class SystemTimestamps(admin.ModelAdmin):

@@ -55,8 +55,7 @@ REFRESH_SECONDS = 3
 class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, JobRecordsMixin, RetryCancelMixin):
     list_display = (
         "id",
-        "type",
-        "records",
+        "type_and_records",
         "queue",
         "status_badge",
         "progress_cell",
@@ -64,7 +63,7 @@ class JobAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, JobRecordsMixin, R
         "took",
         "when",
     )
-    list_display_links = ("id", "type")
+    list_display_links = ("id",)  # and the type, which links its records too
     list_filter = (StatusFilter, QueueFilter, TypeFilter)
     # Sorting by a column would defeat the (status, id) and primary-key indexes.
     sortable_by = ()

@@ -56,14 +56,16 @@ def browser(monkeypatch) -> Iterator:
         connections.close_all()
 
 
-def log_in(browser, live_server, username: str, *, next_url: str = PAGE, height: int = 900):
+def log_in(
+    browser, live_server, username: str, *, next_url: str = PAGE, height: int = 900, waits_for: str = PAGE
+):
     page = browser.new_page(viewport={"width": 1400, "height": height})
     page.set_default_timeout(20_000)
     page.goto(f"{live_server.url}/admin/login/?next={next_url}")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
-    page.wait_for_url(f"**{PAGE}**")
+    page.wait_for_url(f"**{waits_for}**")
     return page
 
 

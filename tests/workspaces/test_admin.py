@@ -256,3 +256,20 @@ def test_record__page_shows_its_recent_jobs_and_list_its_last_job(admin_client, 
     assert 'id="recent-jobs"' in page and f'href="/admin/platform/job/{job.pk}/change/"' in page
     listing = admin_client.get(_url(model, "changelist")).text
     assert f'<a href="/admin/platform/job/{job.pk}/change/"' in listing and "job-status--queued" in listing
+
+
+def test_list_action__its_message_links_the_jobs_it_queued(admin_client):
+    repositories = [RepositoryFactory() for _ in range(7)]
+    url = _url(models.Repository, "changelist")
+
+    few = admin_client.post(url, {"action": "analyse", "_selected_action": [repositories[0].pk]}, follow=True)
+    job = Job.objects.get(type="repository.analyse")
+    assert (
+        f'Queued 1 repository.analyse job(s): <a href="/admin/platform/job/{job.pk}/change/">#{job.pk}</a>.'
+        in few.text
+    )
+
+    many = admin_client.post(
+        url, {"action": "reindex", "_selected_action": [r.pk for r in repositories]}, follow=True
+    )
+    assert 'Queued 7 <a href="/admin/platform/job/?type=repository.ingest&amp;status=queued">' in many.text
