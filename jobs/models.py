@@ -117,10 +117,13 @@ class Job(models.Model):
                 condition=models.Q(status="failed"),
                 name="jobs_failed_queue",
             ),
-            # The admin page's search by dedupe key (any status: "what happened to email 7?").
-            # Partial, so jobs without a key (most of them) cost nothing to insert.
+            # The admin page's search by dedupe key (any status: "what happened to email 7?"),
+            # and the jobs of a key newest first (``jobs_for``, a record's "Recent jobs", the
+            # "last job" column): the id makes that order the index's own, so the newest job
+            # of a key is one step into it however many older ones are kept. Partial, so jobs
+            # without a key (most of them) cost nothing to insert.
             models.Index(
-                fields=["dedupe_key"],
+                fields=["dedupe_key", "id"],
                 condition=models.Q(dedupe_key__isnull=False),
                 name="jobs_dedupe_key",
             ),

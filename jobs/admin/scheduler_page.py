@@ -30,7 +30,8 @@ def hide_task_lists(site: admin.AdminSite = admin.site) -> None:
         registered: Any = site._registry.get(model)
         if registered is None:
             continue
-        hidden = type(f"Scheduler{type(registered).__name__}", (type(registered),), {})
-        hidden.get_model_perms = _not_in_index
+        hidden = type(
+            f"Scheduler{type(registered).__name__}", (type(registered),), {"get_model_perms": _not_in_index}
+        )
         site.unregister(model)
         site.register(model, hidden)
