@@ -358,12 +358,31 @@ class AttachmentAdmin(admin.ModelAdmin):
     """All attachments of an email (``?email__id__exact=<id>``), paginated: the email's page
     lists only the first ``PIPELINE_ADMIN_ROWS``. Read-only, like every artifact."""
 
-    list_display = ("position", "email_link", "filename", "content_type", "size", "converted", "note")
+    list_display = (
+        "position",
+        "email_link",
+        "filename_text",
+        "content_type",
+        "size",
+        "converted",
+        "note_text",
+    )
     list_display_links = None
     list_per_page = 100
     show_full_result_count = False
     fields = ("email", "position", "filename", "content_type", "size", "converted", "note", "text_preview")
     readonly_fields = fields
+
+    class Media:
+        css = {"all": ["pipeline/admin.css"]}
+
+    @admin.display(description="filename", ordering="filename")
+    def filename_text(self, obj: Attachment) -> str:
+        return format_html('<span class="pl-wrap">{}</span>', obj.filename) if obj.filename else "-"
+
+    @admin.display(description="note")
+    def note_text(self, obj: Attachment) -> str:
+        return format_html('<span class="pl-wrap">{}</span>', obj.note) if obj.note else "-"
 
     @admin.display(description="email", ordering="email")
     def email_link(self, obj: Attachment) -> str:

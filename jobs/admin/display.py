@@ -100,7 +100,7 @@ def status_badge(status: str) -> SafeString:
 
 def waiting_for_retry(job: Job) -> bool:
     """Queued again after a failed try (or a lost worker): it has used up attempts."""
-    return job.status == Status.QUEUED and job.attempts > 0
+    return job.waiting_for_retry
 
 
 def shows_error(job: Job) -> bool:

@@ -75,11 +75,22 @@ def job_url(job: Job | int) -> str:
 def job_state(job: Job) -> str:
     """What a record's reader needs of its job's status, in words: "retrying 2/3 at 12:04"
     while a retry waits (the next try's number), "failed for good after 3/3 tries"."""
-    if job.status == Status.QUEUED and job.attempts > 0:
+    if job.waiting_for_retry:
         return f"retrying {job.attempts + 1}/{job.max_attempts} at {clock_time(job.run_at)}"
     if job.status == Status.FAILED:
         return f"failed for good after {job.attempts}/{job.max_attempts} tries"
     return str(job.status)
+
+
+def state_badge(job: Job) -> SafeString:
+    """The status badge; a retry waiting says when, in its own colour."""
+    if job.waiting_for_retry:
+        return format_html(
+            '<span class="job-status job-status--retrying" title="runs again at {}">{}</span>',
+            local_time(job.run_at),
+            job_state(job),
+        )
+    return status_badge(job.status)
 
 
 @dataclass(frozen=True)
@@ -90,14 +101,7 @@ class PanelRow:
 
     @property
     def state(self) -> SafeString:
-        job = self.job
-        if job.status == Status.QUEUED and job.attempts > 0:
-            return format_html(
-                '<span class="job-status job-status--retrying" title="runs again at {}">{}</span>',
-                local_time(job.run_at),
-                job_state(job),
-            )
-        return status_badge(job.status)
+        return state_badge(self.job)
 
     @property
     def url(self) -> str:
@@ -261,13 +265,9 @@ class RecordJobsMixin(admin.ModelAdmin):
         job = self.last_job_of(obj)
         if job is None:
             return "—"
-        if job.status == Status.QUEUED and job.attempts > 0:
-            state = format_html('<span class="job-status job-status--retrying">{}</span>', job_state(job))
-        else:
-            state = status_badge(job.status)
         return format_html(
             '<span class="record-last-job">{} <a href="{}" title="{}">{}</a></span>',
-            state,
+            state_badge(job),
             job_url(job),
             shorten(f"{job.type} #{job.pk}: {job.message}" if job.message else f"{job.type} #{job.pk}"),
             job.type,

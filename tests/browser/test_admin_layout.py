@@ -246,25 +246,73 @@ def many_emails() -> None:
         make_failed("email.process", tries=3, payload={"email_id": EmailMessage.objects.latest("pk").pk})
 
 
+def an_email_with_long_attachments() -> None:
+    """The first email (the list's filter) gets attachments and a run with long texts."""
+    from pipeline.models import Attachment, EmailMessage, PipelineRun
+
+    many_emails()
+    email = EmailMessage.objects.order_by("pk").first()
+    PipelineRun.objects.create(email=email, last_error=LONG_ERROR * 4)
+    for position in range(8):
+        Attachment.objects.create(
+            email=email,
+            position=position,
+            filename=f"{'quarterly-report-and-budget-review-' * 4}{position}.pdf",
+            content_type="application/pdf",
+            size=123456,
+            note="not converted: " + "the PDF's content stream is over the page token limit " * 3,
+            text="Quarterly revenue grew strongly " * 40,
+        )
+
+
+def first_email(rows) -> str:
+    from pipeline.models import EmailMessage
+
+    return str(EmailMessage.objects.order_by("pk").values_list("pk", flat=True).first())
+
+
 @pytest.mark.parametrize(
     ("url", "rows"),
     [
         ("/admin/platform/jobattempt/", many_failed_tries_and_workers),
         ("/admin/platform/worker/", many_failed_tries_and_workers),
         ("/admin/pipeline/emailmessage/", many_emails),
+        ("/admin/pipeline/attachment/?email__id__exact=FIRST", an_email_with_long_attachments),
     ],
-    ids=["attempts", "workers", "emails"],
+    ids=["attempts", "workers", "emails", "attachments"],
 )
 def test_other_lists__fit_at_1400px_with_the_navigation_open(browser, live_server, url, rows) -> None:
     from django.contrib.auth.models import User
 
     User.objects.create_superuser("admin", "admin@example.com", "correct-horse-battery")
     rows()
+    url = url.replace("FIRST", first_email(rows))
 
-    page = log_in(browser, live_server, "admin", next_url=url, waits_for=url)
+    page = log_in(browser, live_server, "admin", next_url=url, waits_for=url.split("?")[0])
     seen = page.evaluate(MEASURE_ANY_LIST)
-    screenshot(page, f"admin_{url.strip('/').removeprefix('admin/').replace('/', '_')}_1400.png")
+    screenshot(
+        page, f"admin_{url.split('?')[0].strip('/').removeprefix('admin/').replace('/', '_')}_1400.png"
+    )
 
     assert seen["navigationOpen"] and seen["rows"] >= 6
     assert seen["pageScrollWidth"] <= seen["viewportWidth"], "the page scrolls sideways"
     assert seen["listScrollWidth"] <= seen["listClientWidth"], "the list hides columns in its scroll box"
+
+
+def test_email_page__its_runs_and_attachments_fit_at_1400px(browser, live_server) -> None:
+    from django.contrib.auth.models import User
+
+    User.objects.create_superuser("admin", "admin@example.com", "correct-horse-battery")
+    an_email_with_long_attachments()
+    url = f"/admin/pipeline/emailmessage/{first_email(None)}/change/"
+
+    page = log_in(browser, live_server, "admin", next_url=url, waits_for=url)
+    seen = page.evaluate(
+        "() => ({page: document.documentElement.scrollWidth, viewport: window.innerWidth,"
+        " wide: Array.from(document.querySelectorAll('.inline-group')).filter("
+        "(group) => group.scrollWidth > group.clientWidth + 1).map((group) => group.id)})"
+    )
+    screenshot(page, "admin_email_page_1400.png")
+
+    assert seen["page"] <= seen["viewport"], "the page scrolls sideways"
+    assert seen["wide"] == [], "an inline table is wider than its box"
