@@ -149,6 +149,7 @@ def test_repository_and_failed_job_pages__as_an_operator_sees_them(
         payload={"repository_id": repository.pk},
         error="ModelUnavailable: the model endpoint answered 503",
         finished_at=timezone.now() - timedelta(minutes=1),
+        keyed=True,
     )
 
     tab = log_in(browser, live_server, f"/admin/workspaces/repository/{repository.pk}/change/")

@@ -243,7 +243,9 @@ def many_emails() -> None:
             status="failed",
             needs_review=number % 2 == 0,
         )
-        make_failed("email.process", tries=3, payload={"email_id": EmailMessage.objects.latest("pk").pk})
+        make_failed(
+            "email.process", tries=3, payload={"email_id": EmailMessage.objects.latest("pk").pk}, keyed=True
+        )
 
 
 def an_email_with_long_attachments() -> None:

@@ -101,10 +101,12 @@ def test_register_payload_link__refuses_an_unknown_model_and_a_second_model_for_
 def test_record_page__shows_its_recent_jobs_of_every_type_with_links_errors_and_retry(client: Client) -> None:
     repository = RepositoryFactory()
     ingest = make_failed(
-        "repository.ingest", payload={"repository_id": repository.pk}, error="GitError: refused"
+        "repository.ingest", payload={"repository_id": repository.pk}, error="GitError: refused", keyed=True
     )
-    analysis = make_job(type_name="repository.analyse", payload={"repository_id": repository.pk})
-    other = make_job(type_name="repository.ingest", payload={"repository_id": RepositoryFactory().pk})
+    analysis = make_job(type_name="repository.analyse", payload={"repository_id": repository.pk}, keyed=True)
+    other = make_job(
+        type_name="repository.ingest", payload={"repository_id": RepositoryFactory().pk}, keyed=True
+    )
     operator = _user(
         "ops",
         "workspaces.view_repository",
@@ -129,7 +131,10 @@ def test_record_page__hides_errors_and_links_from_users_who_cannot_see_jobs_and_
 ) -> None:
     repository = RepositoryFactory()
     job = make_failed(
-        "repository.ingest", payload={"repository_id": repository.pk}, error="token=abc123 refused"
+        "repository.ingest",
+        payload={"repository_id": repository.pk},
+        error="token=abc123 refused",
+        keyed=True,
     )
 
     panel = _panel(
@@ -148,7 +153,7 @@ def test_retry_from_a_record_page__queues_the_job_records_who_and_returns_to_the
     client: Client,
 ) -> None:
     repository = RepositoryFactory()
-    job = make_failed("repository.ingest", payload={"repository_id": repository.pk})
+    job = make_failed("repository.ingest", payload={"repository_id": repository.pk}, keyed=True)
     operator = make_operator()
     back = _repository_page(repository)
 
@@ -175,7 +180,7 @@ def test_record_list__reads_every_rows_last_job_in_one_query(client: Client) -> 
     def statements_for(rows: int) -> int:
         for _ in range(rows):
             repository = RepositoryFactory()
-            make_failed("repository.ingest", payload={"repository_id": repository.pk})
+            make_failed("repository.ingest", payload={"repository_id": repository.pk}, keyed=True)
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url).status_code == 200
         return len(queries)

@@ -59,6 +59,7 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
         attempts=1,
         error="ModelCallError: timed out",
         run_at=now + timedelta(minutes=2),
+        keyed=True,
     )
     run = PipelineRun.objects.create(email=email, last_error="ValueError: walk")
     ErrorLogEntry.objects.create(error_class="ValueError", email=email, run=run, text="walk")
@@ -68,7 +69,9 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
     pull = workspace_factories.PullRequestFactory(repository=repository, merged=True)
     connection = workspace_factories.WorkConnectionFactory(workspace=repository.workspace)
     artifact = workspace_factories.AIArtifactFactory(workspace=repository.workspace, repository=repository)
-    job = JobFactory(failed=True, type="repository.ingest", payload={"repository_id": repository.pk})
+    job = JobFactory(
+        failed=True, type="repository.ingest", payload={"repository_id": repository.pk}, keyed=True
+    )
     JobAttemptFactory(job=job)
     Task.objects.create(
         id="s" * 32, name="walk-success", func="jobs.timers.run_timer", started=now, stopped=now
