@@ -208,6 +208,8 @@ Q_CLUSTER = {
     "retry": 900,
     "catch_up": False,
 }
+# django-q2 only runs the timers' schedules here: its own task lists leave the admin index.
+DJANGO_Q_SCHEDULER_ONLY = env.flag("DJANGO_Q_SCHEDULER_ONLY", True)
 
 LOGGING = {
     "version": 1,

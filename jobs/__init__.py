@@ -32,6 +32,15 @@ Asking about the jobs of a key (the type's key fields, never the key itself):
     jobs.jobs_for("email.process", email_id=7)            # every one, newest first
     Email.objects.filter(~jobs.has_active_job("email.process", email_id=OuterRef("pk")))
     jobs.cancel_if_queued("email.process", email_id=7)    # a running one is left alone
+    jobs.jobs_about(repository_id=7)     # of every type keyed by repository_id, newest first
+
+A domain's admin shows a record's jobs and links jobs back to its records:
+
+    jobs.register_payload_link("email_id", "pipeline.emailmessage", label="email")
+
+    class RepositoryAdmin(jobs.RecordJobsMixin, admin.ModelAdmin):
+        jobs_subject = "repository_id"          # "Recent jobs" panel, "last job" column
+        job_buttons = (jobs.JobButton("reindex", "Re-index", request_ingest),)
 
 Django's own task API runs on the engine too, without any of this: ``@task`` functions
 with ``TASKS = {"default": {"BACKEND": "jobs.backends.JobsBackend"}}`` (``jobs.backends``).
@@ -65,6 +74,7 @@ from jobs.timers import periodic
 if TYPE_CHECKING:
     from django.db.models import Exists, QuerySet
 
+    from jobs.admin.record_page import JobButton, RecordJobsMixin
     from jobs.declare import JobFunction, job
     from jobs.models import Job
 
@@ -75,8 +85,10 @@ __all__ = [
     "Job",
     "JobContext",
     "JobError",
+    "JobButton",
     "JobFunction",
     "PermanentError",
+    "RecordJobsMixin",
     "RetryLater",
     "RetryableError",
     "TimerCommand",
@@ -89,15 +101,23 @@ __all__ = [
     "enqueue_many",
     "has_active_job",
     "job",
+    "jobs_about",
     "jobs_for",
     "latest_job",
     "periodic",
     "register_admin_link",
+    "register_payload_link",
     "retry",
 ]
 
 # Names that need the app registry, and the module that defines each.
-_LOADED_ON_USE = {"Job": "jobs.models", "job": "jobs.declare", "JobFunction": "jobs.declare"}
+_LOADED_ON_USE = {
+    "Job": "jobs.models",
+    "job": "jobs.declare",
+    "JobFunction": "jobs.declare",
+    "JobButton": "jobs.admin.record_page",
+    "RecordJobsMixin": "jobs.admin.record_page",
+}
 
 if not TYPE_CHECKING:
 
@@ -188,6 +208,14 @@ def jobs_for(job_type: str | JobFunction, /, **key: Any) -> QuerySet[Job]:
     return queries.jobs_for(_type_name(job_type), key)
 
 
+def jobs_about(**key: Any) -> QuerySet[Job]:
+    """Every kept job of every type keyed by exactly these fields, newest first: all that
+    happened to one subject (``jobs_about(repository_id=7)``: its ingests, analyses, syncs)."""
+    from jobs import queries
+
+    return queries.jobs_about(key)
+
+
 def has_active_job(job_type: str | JobFunction, /, **key: Any) -> Exists:
     """Whether a job of this key is queued or running, as an expression for a domain queryset.
 
@@ -244,3 +272,13 @@ def register_admin_link(key: str, label: str, *, url_name: str = "", **filters: 
     from jobs.admin.links import register_link
 
     register_link(key, label, url_name=url_name, **filters)
+
+
+def register_payload_link(field: str, model: str, *, label: str = "") -> None:
+    """Link the records a job's payload names: ``field`` (``"email_id"``) holds the id of a
+    ``model`` (``"pipeline.emailmessage"``), whose admin page a job's row and page link to,
+    under ``label`` ("email #7"; the model's verbose name by default). Call it from an app's
+    ``admin.py``; see ``jobs.admin.payload_links``."""
+    from jobs.admin.payload_links import register
+
+    register(field, model, label=label)

@@ -63,6 +63,11 @@ class Job(models.Model):
     run_at = models.DateTimeField(db_default=Now())
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3)
+    # Tries used before an operator's last Retry (which gives a new budget): the audit log
+    # numbers tries from here on, so they keep counting across a retry. A database default,
+    # so the engine's own INSERT statements need not name it; no CHECK constraint, so adding
+    # the column to a big table changes only the catalogue (a CHECK would scan every row).
+    earlier_attempts = models.IntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(db_default=Now())
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -125,10 +130,13 @@ class Job(models.Model):
                 condition=models.Q(status="failed"),
                 name="jobs_failed_queue",
             ),
-            # The admin page's search by dedupe key (any status: "what happened to email 7?").
-            # Partial, so jobs without a key (most of them) cost nothing to insert.
+            # The admin page's search by dedupe key (any status: "what happened to email 7?"),
+            # and the jobs of a key newest first (``jobs_for``, a record's "Recent jobs", the
+            # "last job" column): the id makes that order the index's own, so the newest job
+            # of a key is one step into it however many older ones are kept. Partial, so jobs
+            # without a key (most of them) cost nothing to insert.
             models.Index(
-                fields=["dedupe_key"],
+                fields=["dedupe_key", "id"],
                 condition=models.Q(dedupe_key__isnull=False),
                 name="jobs_dedupe_key",
             ),
@@ -153,6 +161,11 @@ class Job(models.Model):
         return str(-self.priority)
 
     @property
+    def waiting_for_retry(self) -> bool:
+        """Queued again after a failed try (or a lost worker): it has used attempts."""
+        return self.status == Status.QUEUED and self.attempts > 0
+
+    @property
     def duration(self) -> timedelta | None:
         if self.started_at and self.finished_at:
             return self.finished_at - self.started_at
@@ -164,6 +177,8 @@ class JobAttempt(models.Model):
 
     job = models.ForeignKey(Job, on_delete=models.DB_CASCADE, related_name="failed_attempts")
     type = models.CharField(max_length=100)
+    # The try's number in the job's whole life: it keeps counting across an operator's
+    # Retry (``Job.earlier_attempts + Job.attempts`` when it was recorded).
     attempt = models.PositiveSmallIntegerField()
     worker = models.CharField(max_length=200, blank=True, default="")
     started_at = models.DateTimeField(null=True, blank=True)

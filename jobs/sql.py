@@ -165,3 +165,18 @@ TRY_LOCK_TIMER_STEP = "SELECT pg_try_advisory_xact_lock(%s)"
 # jobs_job, which conflicts with nothing but ALTER/DROP/VACUUM FULL. The page's tiles show
 # it for a status that holds more rows than they count exactly.
 ESTIMATE_STATUS_ROWS = "EXPLAIN (FORMAT JSON) SELECT 1 FROM jobs_job WHERE status = %s"
+
+# The newest job of each of many dedupe keys (a record list's "last job" column,
+# ``jobs.queries.latest_jobs_about``): for every key one step backwards into the index
+# ``jobs_dedupe_key`` (dedupe_key, id), whose first entry of the key is its newest job, so a
+# key with a thousand kept jobs costs what one with a single job does and a page of a
+# hundred records one short statement. A plain read: it locks nothing.
+NEWEST_OF_KEYS = """
+SELECT newest.id
+  FROM unnest(%s::text[]) AS subject(dedupe_key)
+ CROSS JOIN LATERAL (
+       SELECT jobs_job.id FROM jobs_job
+        WHERE jobs_job.dedupe_key = subject.dedupe_key AND jobs_job.type = ANY(%s::text[])
+        ORDER BY jobs_job.id DESC
+        LIMIT 1) AS newest
+"""

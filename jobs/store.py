@@ -447,7 +447,7 @@ def _record_attempt(job: Job, worker: str, failure: Failure) -> None:
     JobAttempt.objects.create(
         job=job,
         type=job.type,
-        attempt=job.attempts,
+        attempt=job.earlier_attempts + job.attempts,
         worker=worker,
         started_at=job.started_at,
         error_class=failure.error_class[:200],
@@ -474,7 +474,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
         JobAttempt.objects.create(
             job=job,
             type=job.type,
-            attempt=job.attempts,
+            attempt=job.earlier_attempts + job.attempts,
             worker=worker,
             started_at=job.started_at,
             error_class="jobs.RetryLater",
@@ -600,7 +600,8 @@ def _mark_cancelled(row: Job) -> None:
 
 
 def retry(job: Job | int) -> Job:
-    """Give a failed job a full new budget: attempts reset to zero, error cleared."""
+    """Give a failed job a full new budget: attempts reset to zero, error cleared. The
+    tries it used are added to ``earlier_attempts``, so the audit log keeps counting."""
     job_id = job.pk if isinstance(job, Job) else job
     try:
         with transaction.atomic():
@@ -608,6 +609,7 @@ def retry(job: Job | int) -> Job:
             if row.status != Status.FAILED:
                 raise InvalidTransition(f"Only a failed job can be retried; job #{row.pk} is {row.status}.")
             row.status = Status.QUEUED
+            row.earlier_attempts += row.attempts
             row.attempts = 0
             row.error = ""
             row.message = REQUEUED_BY_ADMIN

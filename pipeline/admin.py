@@ -1,8 +1,9 @@
-"""Admin for the pipeline: the email list (status, review, sender, subject, received,
-origin) with each email's runs, artifacts, errors and jobs on its page, a reprocess action
-(change permission), and the model-calls switch (who changed it and when is recorded on
-save). An email page lists at most ``PIPELINE_ADMIN_ROWS`` attachments (the rest on the
-attachments list, paginated) and shows its jobs' errors only to viewers of the jobs page."""
+"""Admin for the pipeline: the email list (status with its job's state, review flag, sender,
+subject, received, origin, last job) with each email's runs, artifacts, errors and recent
+jobs on its page, Reprocess on the page and as a list action (change permission), and the
+model-calls switch (who changed it and when is recorded on save). An email page lists at
+most ``PIPELINE_ADMIN_ROWS`` attachments (the rest on the attachments list, paginated) and
+shows its jobs' errors only to viewers of the jobs page."""
 
 from __future__ import annotations
 
@@ -14,19 +15,21 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from jobs import Job, jobs_for, register_admin_link
+import jobs
+from jobs import Job, JobButton, RecordJobsMixin, register_admin_link, register_payload_link
 from pipeline import switch
-from pipeline.intake import PROCESS_JOB, enqueue_processing
+from pipeline.intake import PROCESS_JOB, reprocess
 from pipeline.models import (
     Attachment,
     EmailMessage,
     ErrorLogEntry,
     ModelCallSwitch,
     PipelineRun,
+    Status,
 )
 
 register_admin_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
-VIEW_JOBS = "platform.view_jobs"  # the permission of the engine's jobs page
+register_payload_link("email_id", "pipeline.emailmessage", label="email")
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -43,8 +46,38 @@ class ReadOnlyInline(admin.TabularInline):
 
 class RunInline(ReadOnlyInline):
     model = PipelineRun
-    fields = ("opened_at", "updated_at", "closed_at", "outcome", "sweep_count", "classified", "last_error")
+    fields = (
+        "opened_at",
+        "updated_at",
+        "closed_at",
+        "outcome_text",
+        "sweep_count",
+        "classified",
+        "error_text",
+    )
     readonly_fields = fields
+
+    @admin.display(description="outcome")
+    def outcome_text(self, run: PipelineRun) -> str:
+        """An open run says what its job is doing: waiting for a retry, or failed for good
+        (then only a Reprocess, or the sweeper, starts it again)."""
+        if not run.is_open:
+            return run.get_outcome_display()
+        job = jobs.latest_job(PROCESS_JOB, email_id=run.email_id)
+        if job is not None and job.status == "failed":
+            return format_html(
+                "open — its job {} failed for good after {}/{} tries: Reprocess starts it again",
+                _job_link(job),
+                job.attempts,
+                job.max_attempts,
+            )
+        if job is not None and job.waiting_for_retry:
+            return format_html("open — {} (job {})", RecordJobsMixin.job_state(job), _job_link(job))
+        return "open"
+
+    @admin.display(description="last error")
+    def error_text(self, run: PipelineRun) -> str:
+        return format_html('<span class="pl-wrap">{}</span>', run.last_error) if run.last_error else "-"
 
 
 class AttachmentInline(ReadOnlyInline):
@@ -52,39 +85,63 @@ class AttachmentInline(ReadOnlyInline):
     ``attachments_summary`` counts them all and links to the rest."""
 
     model = Attachment
-    fields = ("position", "filename", "content_type", "size", "converted", "note", "text_preview")
+    fields = ("position", "filename_text", "content_type", "size", "converted", "note", "text_preview")
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Attachment]:
         return super().get_queryset(request).filter(position__lt=settings.PIPELINE_ADMIN_ROWS)
 
+    @admin.display(description="filename")
+    def filename_text(self, obj: Attachment) -> str:
+        return format_html('<span class="pl-wrap">{}</span>', obj.filename) if obj.filename else "-"
+
     @admin.display(description="text")
     def text_preview(self, obj: Attachment) -> str:
-        return obj.text[:300]
+        return format_html('<span class="pl-wrap pl-clamp">{}</span>', obj.text[:300]) if obj.text else "-"
 
 
 class ErrorInline(ReadOnlyInline):
     model = ErrorLogEntry
-    fields = ("occurred_at", "error_class", "run", "job_id", "text")
+    fields = ("occurred_at", "error_class", "run", "job", "error_text")
     readonly_fields = fields
+
+    @admin.display(description="job")
+    def job(self, entry: ErrorLogEntry) -> str:
+        return _job_link(entry.job_id) if entry.job_id else "-"
+
+    @admin.display(description="text")
+    def error_text(self, entry: ErrorLogEntry) -> str:
+        return format_html('<span class="pl-wrap">{}</span>', entry.text[:2000])
 
 
 @admin.register(EmailMessage)
-class EmailMessageAdmin(admin.ModelAdmin):
-    list_display = ("id", "status", "needs_review", "sender", "subject", "received_at", "origin_link")
+class EmailMessageAdmin(RecordJobsMixin, admin.ModelAdmin):
+    list_display = (
+        "id",
+        "status_text",
+        "review",
+        "sender_text",
+        "subject_text",
+        "received_at",
+        "origin_link",
+        "last_job",
+    )
+    list_display_links = ("id", "subject_text")
     list_filter = ("status", "needs_review")
     search_fields = ("subject", "sender", "message_id")
     list_select_related = ("origin",)
     date_hierarchy = "received_at"
     actions = ["reprocess"]
     inlines = [RunInline, AttachmentInline, ErrorInline]
+    jobs_subject = "email_id"
+    job_buttons = (JobButton("reprocess", "Reprocess", reprocess),)
     readonly_fields = (
         "message_id",
         "sender",
         "subject",
         "received_at",
-        "status",
-        "labels",
+        "status_text",
+        "labels_list",
         "origin",
         "blob_name",
         "size",
@@ -96,8 +153,6 @@ class EmailMessageAdmin(admin.ModelAdmin):
         "classification_info",
         "index_info",
         "attachments_summary",
-        "jobs",
-        "jobs_without_errors",
     )
     fieldsets = [
         (
@@ -108,9 +163,9 @@ class EmailMessageAdmin(admin.ModelAdmin):
                     "sender",
                     "message_id",
                     "received_at",
-                    "status",
+                    "status_text",
                     "needs_review",
-                    "labels",
+                    "labels_list",
                 )
             },
         ),
@@ -128,17 +183,66 @@ class EmailMessageAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Jobs", {"fields": ("jobs",)}),
     ]
+
+    class Media:
+        css = {"all": ["pipeline/admin.css"]}
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # emails arrive through intake (import_mail, receive), never by hand
 
     def get_fieldsets(self, request: HttpRequest, obj: EmailMessage | None = None) -> list:
-        if request.user.has_perm(VIEW_JOBS):
+        if obj is not None and obj.needs_review:
             return self.fieldsets
-        # A job's error can tell what only viewers of the jobs page may see.
-        return [*self.fieldsets[:-1], ("Jobs", {"fields": ("jobs_without_errors",)})]
+        # The review flag shows only when it is set (clearing it is the operator's answer).
+        first, *rest = self.fieldsets
+        fields = tuple(name for name in first[1]["fields"] if name != "needs_review")
+        return [(first[0], {**first[1], "fields": fields}), *rest]
+
+    # --- the list ---------------------------------------------------------------------------
+
+    @admin.display(description="status", ordering="status")
+    def status_text(self, obj: EmailMessage) -> str:
+        """The email's status, and while it is failed, what its job does about it:
+        "failed — retrying 2/3 at 12:04", or "failed for good after 3/3 tries"."""
+        status = obj.get_status_display()
+        job = self.last_job_of(obj) if obj.status == Status.FAILED else None
+        if job is None:
+            return status
+        if job.waiting_for_retry:
+            return f"{status} — {self.job_state(job)}"
+        if job.status == "failed":
+            return f"{status} for good after {job.attempts}/{job.max_attempts} tries"
+        if job.status == "running":
+            return f"{status} — running try {job.attempts}/{job.max_attempts}"
+        return status
+
+    @admin.display(description="review", ordering="needs_review", empty_value="")
+    def review(self, obj: EmailMessage) -> str:
+        return mark_safe('<span class="pl-review">needs review</span>') if obj.needs_review else ""
+
+    @admin.display(description="sender", ordering="sender")
+    def sender_text(self, obj: EmailMessage) -> str:
+        return format_html('<span class="pl-wrap pl-clamp" title="{}">{}</span>', obj.sender, obj.sender)
+
+    @admin.display(description="subject", ordering="subject")
+    def subject_text(self, obj: EmailMessage) -> str:
+        subject = obj.subject or "(no subject)"
+        return format_html(
+            '<span class="pl-wrap pl-clamp" title="{}">{}</span>', subject[:1000], subject[:300]
+        )
+
+    @admin.display(description="labels")
+    def labels_list(self, obj: EmailMessage) -> str:
+        labels = (
+            [label for label in obj.labels if isinstance(label, str)] if isinstance(obj.labels, list) else []
+        )
+        if not labels:
+            return "-"
+        return format_html(
+            '<ul class="pl-labels">{}</ul>',
+            format_html_join("", '<li class="pl-label">{}</li>', ((x,) for x in labels)),
+        )
 
     @admin.display(description="origin", ordering="origin")
     def origin_link(self, obj: EmailMessage) -> str:
@@ -221,58 +325,32 @@ class EmailMessageAdmin(admin.ModelAdmin):
             f"{count:,}",
         )
 
-    @admin.display(description="email.process jobs")
-    def jobs(self, obj: EmailMessage) -> str:
-        return self._jobs_table(obj, errors=True)
-
-    @admin.display(description="email.process jobs")
-    def jobs_without_errors(self, obj: EmailMessage) -> str:
-        return self._jobs_table(obj, errors=False)
-
-    def _jobs_table(self, obj: EmailMessage, *, errors: bool) -> str:
-        rows = jobs_for(PROCESS_JOB, email_id=obj.pk)[:20] if obj.pk else []
-        if not rows:
-            return "-"
-        return format_html(
-            "<table><tr><th>job</th><th>status</th><th>tries</th><th>created</th>{}</tr>{}</table>",
-            mark_safe("<th>error</th>") if errors else "",
-            format_html_join(
-                "",
-                "<tr><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td>{}</tr>",
-                (
-                    (
-                        _job_link(job),
-                        job.status,
-                        job.attempts,
-                        job.max_attempts,
-                        job.created_at,
-                        format_html("<td>{}</td>", job.error[:200]) if errors else "",
-                    )
-                    for job in rows
-                ),
-            ),
-        )
-
     @admin.action(description="Reprocess selected emails", permissions=["change"])
     def reprocess(self, request: HttpRequest, queryset: QuerySet[EmailMessage]) -> None:
         queued = 0
         for email in queryset.select_related(None).only("pk")[:1000]:
-            EmailMessage.objects.filter(pk=email.pk).update(needs_review=False)
-            enqueue_processing(email.pk)
+            job = reprocess(email)
+            self.log_change(request, email, f"Reprocess: queued {job.type} job #{job.pk}")
             queued += 1
-        self.message_user(request, f"Queued {queued} email(s) for processing.", messages.SUCCESS)
+        listing = reverse("admin:platform_job_changelist") + f"?type={PROCESS_JOB}&status=queued"
+        self.message_user(
+            request,
+            format_html('Queued {} email(s) for processing: <a href="{}">their jobs</a>.', queued, listing),
+            messages.SUCCESS,
+        )
 
 
 def _more(count: int, what: str) -> str:
     return format_html("<p>… and {} more {}.</p>", f"{count:,}", what) if count > 0 else ""
 
 
-def _job_link(job: Job) -> str:
+def _job_link(job: Job | int) -> str:
+    job_id = job if isinstance(job, int) else job.pk
     try:
-        url = reverse("admin:platform_job_change", args=[job.pk])
+        url = reverse("admin:platform_job_change", args=[job_id])
     except NoReverseMatch:
-        return f"#{job.pk}"
-    return format_html('<a href="{}">#{}</a>', url, job.pk)
+        return f"#{job_id}"
+    return format_html('<a href="{}">#{}</a>', url, job_id)
 
 
 @admin.register(Attachment)
@@ -280,12 +358,31 @@ class AttachmentAdmin(admin.ModelAdmin):
     """All attachments of an email (``?email__id__exact=<id>``), paginated: the email's page
     lists only the first ``PIPELINE_ADMIN_ROWS``. Read-only, like every artifact."""
 
-    list_display = ("position", "email_link", "filename", "content_type", "size", "converted", "note")
+    list_display = (
+        "position",
+        "email_link",
+        "filename_text",
+        "content_type",
+        "size",
+        "converted",
+        "note_text",
+    )
     list_display_links = None
     list_per_page = 100
     show_full_result_count = False
     fields = ("email", "position", "filename", "content_type", "size", "converted", "note", "text_preview")
     readonly_fields = fields
+
+    class Media:
+        css = {"all": ["pipeline/admin.css"]}
+
+    @admin.display(description="filename", ordering="filename")
+    def filename_text(self, obj: Attachment) -> str:
+        return format_html('<span class="pl-wrap">{}</span>', obj.filename) if obj.filename else "-"
+
+    @admin.display(description="note")
+    def note_text(self, obj: Attachment) -> str:
+        return format_html('<span class="pl-wrap">{}</span>', obj.note) if obj.note else "-"
 
     @admin.display(description="email", ordering="email")
     def email_link(self, obj: Attachment) -> str:
@@ -312,10 +409,18 @@ class AttachmentAdmin(admin.ModelAdmin):
 @admin.register(ModelCallSwitch)
 class ModelCallSwitchAdmin(admin.ModelAdmin):
     """One row; the list goes straight to it. Saving goes through ``switch.set_model_calls``
-    so who/when are recorded and switching on queues the sweep."""
+    so who/when are recorded (and in the admin log) and switching on queues the sweep."""
 
-    fields = ("enabled", "changed_by", "changed_at")
-    readonly_fields = ("changed_by", "changed_at")
+    fields = ("enabled", "what_off_means", "changed_by", "changed_at")
+    readonly_fields = ("what_off_means", "changed_by", "changed_at")
+
+    @admin.display(description="when off")
+    def what_off_means(self, obj: ModelCallSwitch) -> str:
+        return (
+            "No model is called: new emails are parsed and stop at “parsed”, their runs left "
+            "open, waiting. Switching model calls on queues the email sweep at once, which "
+            "queues every waiting email again (nothing is lost while they are off)."
+        )
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
         row = switch.current()
@@ -328,5 +433,21 @@ class ModelCallSwitchAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request: HttpRequest, obj: ModelCallSwitch, form: object, change: bool) -> None:
+        was_on = switch.model_calls_enabled()
         updated = switch.set_model_calls(obj.enabled, request.user)
         obj.changed_by, obj.changed_at = updated.changed_by, updated.changed_at
+        if updated.enabled and not was_on:
+            sweep = jobs.latest_job(switch.SWEEP_JOB)
+            if sweep is not None:
+                self.message_user(
+                    request,
+                    format_html(
+                        "Model calls are on: the emails that waited are queued again by the sweep, {}.",
+                        format_html("{} job {}", sweep.type, _job_link(sweep)),
+                    ),
+                    messages.SUCCESS,
+                )
+        elif not updated.enabled and was_on:
+            self.message_user(
+                request, "Model calls are off: new emails stop at “parsed” and wait.", messages.WARNING
+            )

@@ -76,6 +76,14 @@ def too_large_message(size: int) -> str:
     return f"{size:,} bytes, over the limit of {limit:,} (PIPELINE_MAX_EMAIL_BYTES)."
 
 
-def enqueue_processing(email_id: int):
+def enqueue_processing(email_id: int) -> jobs.Job:
     """Queue ``email.process`` for one email; an active job for it is reused, not doubled."""
     return jobs.enqueue(PROCESS_JOB, {"email_id": email_id})
+
+
+def reprocess(email: EmailMessage) -> jobs.Job:
+    """An operator's Reprocess: the email starts again from the top, its review flag
+    cleared, with one ``email.process`` job (the queued one, if there is one)."""
+    EmailMessage.objects.filter(pk=email.pk).update(needs_review=False)
+    email.needs_review = False
+    return enqueue_processing(email.pk)

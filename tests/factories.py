@@ -3,6 +3,7 @@
     JobFactory()                      # queued, due now
     JobFactory(running=True)          # claimed by a worker, heartbeating
     JobFactory(failed=True, attempts=3)
+    JobFactory(type="repository.ingest", payload={"repository_id": 7}, keyed=True)  # "repository:7"
     JobAttemptFactory(job=job, attempt=2)
 
 The queue and the attempt budget come from the registry, as enqueue would set them. For
@@ -56,6 +57,10 @@ class JobFactory(factory.django.DjangoModelFactory):
             finished_at=factory.LazyFunction(timezone.now),
         )
         cancelled = factory.Trait(status=Status.CANCELLED, finished_at=factory.LazyFunction(timezone.now))
+        # The dedupe key enqueue would derive from the payload (a record's jobs are found by it).
+        keyed = factory.Trait(
+            dedupe_key=factory.LazyAttribute(lambda job: registry.get(job.type).dedupe_key(job.payload))
+        )
 
 
 class JobAttemptFactory(factory.django.DjangoModelFactory):

@@ -1,33 +1,96 @@
-"""Admin for the workspace domain. The on-demand jobs are queued by buttons on the change
-pages (``job_buttons``: Re-index, Sync now, Provision, Ask for a test plan, Capsule summary),
-by list actions for many rows at once, and by saving a new repository or workspace
-(``services.triggers``)."""
+"""Admin for the workspace domain.
+
+Each record's page shows what the background jobs did to it ("Recent jobs", through
+``jobs.RecordJobsMixin``) and has buttons that queue more: Re-index, Analyse and Sync now
+(repository), Provision (workspace), Purge (organization), Ask for a test plan and Capsule
+summary (pull request); Accept and Reject answer a proposed decision. List actions do the
+same for many rows, and saving a new repository or workspace queues its first job
+(``services.triggers``).
+
+What the system writes is read, never typed in: trial reminders, AI artifacts, review
+capsules, source items and the synced fields of pull requests cannot be added or edited
+here, ingest results and ``created_at`` are read-only, and an AI artifact can be deleted
+only once retention has blanked its bodies.
+"""
 
 from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.decorators import method_decorator
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.views.decorators.debug import sensitive_post_parameters
 
-from jobs import enqueue
-from workspaces import credentials, models
-from workspaces.job_buttons import JobButton, JobButtonsMixin
+from jobs import Job, JobButton, RecordJobsMixin, enqueue, register_payload_link
+from workspaces import admin_display, credentials, models
 from workspaces.providers import code_host, work_tracker
-from workspaces.services import triggers
+from workspaces.services import decisions, triggers
 from workspaces.services.work_items import WorkSyncResult, request_sync
+
+register_payload_link("organization_id", "workspaces.organization", label="organization")
+register_payload_link("workspace_id", "workspaces.workspace", label="workspace")
+register_payload_link("repository_id", "workspaces.repository", label="repository")
+register_payload_link("pull_request_id", "workspaces.pullrequest", label="pull request")
+register_payload_link("connection_id", "workspaces.workconnection", label="connection")
 
 
 def _queue(modeladmin: admin.ModelAdmin, request, type_name: str, payloads: list[dict]) -> None:
-    """One job per payload; a subject that already has one queued or running keeps it."""
+    """One job per payload; a subject that already has one queued or running keeps it. The
+    message links the jobs (a few by number, more as the Background jobs page filtered)."""
     with transaction.atomic():
-        for payload in payloads:
-            enqueue(type_name, payload)
-    modeladmin.message_user(request, f"Queued {len(payloads)} {type_name} job(s).", messages.SUCCESS)
+        queued = [enqueue(type_name, payload) for payload in payloads]
+    modeladmin.message_user(request, queued_message(type_name, queued), messages.SUCCESS)
+
+
+def queued_message(type_name: str, queued: list[Job]) -> str:
+    if len(queued) <= 5:
+        links = format_html_join(", ", '<a href="{}">#{}</a>', ((_job_url(job), job.pk) for job in queued))
+        return format_html("Queued {} {} job(s): {}.", len(queued), type_name, links)
+    listing = (
+        f"{reverse('admin:platform_job_changelist')}?{urlencode({'type': type_name, 'status': 'queued'})}"
+    )
+    return format_html('Queued {} <a href="{}">{} jobs</a>.', len(queued), listing, type_name)
+
+
+def _job_url(job: Job) -> str:
+    return reverse("admin:platform_job_change", args=[job.pk])
+
+
+class SystemTimestamps(admin.ModelAdmin):
+    """``created_at`` is written by the database: shown, never typed in."""
+
+    class Media:
+        css = {"all": ["workspaces/admin.css"]}
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        fields = list(super().get_readonly_fields(request, obj))
+        if "created_at" not in fields and any(f.name == "created_at" for f in self.model._meta.fields):
+            fields.append("created_at")
+        return fields
+
+
+class SystemWritten(SystemTimestamps):
+    """Rows the jobs write: read, never added or edited by hand, and deleted only where
+    ``deletable`` allows (retention)."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is not None and self.deletable(obj) and super().has_delete_permission(request, obj)
+
+    def deletable(self, obj: Any) -> bool:
+        return False
 
 
 class RepositoryInline(admin.TabularInline):
@@ -45,12 +108,14 @@ class WorkspaceInline(admin.TabularInline):
 
 
 @admin.register(models.Organization)
-class OrganizationAdmin(admin.ModelAdmin):
-    list_display = ["name", "plan", "trial_ends_at", "billing_email", "retention_days"]
+class OrganizationAdmin(RecordJobsMixin, SystemTimestamps):
+    list_display = ["name", "plan", "trial_ends_at", "billing_email", "retention_days", "last_job"]
     list_filter = ["plan"]
     search_fields = ["name", "billing_email"]
     inlines = [WorkspaceInline]
     actions = ["purge_retained"]
+    jobs_subject = "organization_id"
+    job_buttons = (JobButton("purge", "Purge", triggers.request_purge),)
 
     @admin.action(description="Purge AI bodies past retention")
     def purge_retained(self, request, queryset) -> None:
@@ -63,20 +128,23 @@ class OrganizationAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.TrialReminder)
-class TrialReminderAdmin(admin.ModelAdmin):
+class TrialReminderAdmin(SystemWritten):
+    """One row per reminder sent: deleting one would send it again."""
+
     list_display = ["organization", "trial_ends_at", "email", "sent_at"]
     readonly_fields = ["organization", "trial_ends_at", "email", "sent_at"]
 
 
 @admin.register(models.Workspace)
-class WorkspaceAdmin(JobButtonsMixin, admin.ModelAdmin):
-    list_display = ["name", "organization", "status", "provisioned_at"]
+class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
+    list_display = ["name", "organization", "status", "provisioned_at", "last_job"]
     list_filter = ["status"]
     search_fields = ["name"]
     inlines = [RepositoryInline]
-    # Set by provisioning and by the database, not typed in.
-    readonly_fields = ["status", "provisioned_at", "created_at"]
+    # Set by provisioning, brain.derive (the workspace's "brain") and the database.
+    readonly_fields = ["status", "provisioned_at", "context", "created_at"]
     actions = ["provision", "mine_decisions"]
+    jobs_subject = "workspace_id"
     job_buttons = (JobButton("provision", "Provision", triggers.request_provision),)
 
     def save_related(self, request, form, formsets, change) -> None:
@@ -112,35 +180,60 @@ class WorkspaceAdmin(JobButtonsMixin, admin.ModelAdmin):
 
 
 @admin.register(models.Repository)
-class RepositoryAdmin(JobButtonsMixin, admin.ModelAdmin):
-    list_display = ["name", "workspace", "status", "kind", "primary_language", "file_count", "ingested_at"]
+class RepositoryAdmin(RecordJobsMixin, SystemTimestamps):
+    list_display = ["name", "workspace", "status", "kind", "primary_language", "file_count", "last_job"]
     list_filter = ["status", "kind"]
     search_fields = ["name", "url"]
-    # What ingest and the syncs record: read, never typed in.
+    fieldsets = [
+        (None, {"fields": ["workspace", "name", "url", "full_name", "local_path", "status", "kind"]}),
+        (
+            "Last fetch",
+            {"fields": ["commit_sha", "branch", "ingested_at", "ingest_error", "credential_stored"]},
+        ),
+        (
+            "What ingest found",
+            {
+                "fields": [
+                    "primary_language",
+                    "file_count",
+                    "line_count",
+                    "findings_table",
+                    "languages_table",
+                    "paths_list",
+                ]
+            },
+        ),
+        ("Code host", {"fields": ["code_host_label", "pulls_synced_at", "host_state_block"]}),
+        ("Analysis", {"fields": ["analysed_at", "summary", "architecture_block"]}),
+        ("Stored metadata (embedded defaults)", {"classes": ["collapse"], "fields": ["metadata"]}),
+    ]
+    # What ingest, the syncs and the analysis record: read, never typed in.
     readonly_fields = [
         "status",
         "kind",
         "primary_language",
         "file_count",
         "line_count",
-        "paths",
-        "host_state",
+        "paths_list",
+        "host_state_block",
         "credential_stored",
         "code_host_label",
         "commit_sha",
         "branch",
         "ingest_error",
-        "languages",
-        "findings",
-        "architecture",
+        "languages_table",
+        "findings_table",
+        "architecture_block",
         "summary",
         "ingested_at",
         "pulls_synced_at",
         "analysed_at",
     ]
     actions = ["reindex", "analyse", "sync_pull_requests", "build_capsules"]
+    jobs_subject = "repository_id"
     job_buttons = (
         JobButton("reindex", "Re-index", triggers.request_ingest),
+        JobButton("analyse", "Analyse", triggers.request_analysis),
         JobButton("sync", "Sync now", triggers.request_pull_request_sync),
     )
 
@@ -151,6 +244,26 @@ class RepositoryAdmin(JobButtonsMixin, admin.ModelAdmin):
     @admin.display(description="Code host")
     def code_host_label(self, obj) -> str:
         return code_host().label
+
+    @admin.display(description="Findings")
+    def findings_table(self, obj):
+        return admin_display.findings_table(obj.findings)
+
+    @admin.display(description="Languages")
+    def languages_table(self, obj):
+        return admin_display.languages_table(obj.languages)
+
+    @admin.display(description="Paths")
+    def paths_list(self, obj):
+        return admin_display.paths_list(obj.paths)
+
+    @admin.display(description="Sync cursors (ETags, last update seen)")
+    def host_state_block(self, obj):
+        return admin_display.json_block(obj.host_state)
+
+    @admin.display(description="Architecture")
+    def architecture_block(self, obj):
+        return admin_display.json_block(obj.architecture)
 
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
@@ -181,10 +294,32 @@ class RepositoryAdmin(JobButtonsMixin, admin.ModelAdmin):
 
 
 @admin.register(models.PullRequest)
-class PullRequestAdmin(JobButtonsMixin, admin.ModelAdmin):
+class PullRequestAdmin(RecordJobsMixin, SystemTimestamps):
+    """Synced from the code host: only ``supervised`` (whether checks.sync records its CI and
+    approvals) is the operator's."""
+
     list_display = ["__str__", "title", "state", "supervised", "ci_status", "merged_at"]
     list_filter = ["state", "supervised", "ci_status"]
     search_fields = ["title", "author"]
+    readonly_fields = [
+        "repository",
+        "number",
+        "title",
+        "body",
+        "author",
+        "state",
+        "head_sha",
+        "changed_files",
+        "additions",
+        "deletions",
+        "merged_at",
+        "updated_at_host",
+        "ci_status",
+        "checks",
+        "approvals",
+        "checks_observed_at",
+        "synced_at",
+    ]
     job_buttons = (
         JobButton(
             "test-plan",
@@ -198,6 +333,12 @@ class PullRequestAdmin(JobButtonsMixin, admin.ModelAdmin):
             shown=lambda pull: models.ReviewCapsule.objects.filter(pull_request=pull).exists(),
         ),
     )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # pull requests come from the code host
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the next sync would bring it back
 
 
 class WorkConnectionForm(forms.ModelForm):
@@ -239,13 +380,23 @@ class WorkConnectionForm(forms.ModelForm):
 
 
 @admin.register(models.WorkConnection)
-class WorkConnectionAdmin(JobButtonsMixin, admin.ModelAdmin):
+class WorkConnectionAdmin(RecordJobsMixin, SystemTimestamps):
     form = WorkConnectionForm
     job_buttons = (JobButton("sync", "Sync now", request_sync),)
-    list_display = ["name", "kind", "workspace", "active", "last_synced_at", "item_count", "last_error_brief"]
+    list_display = [
+        "name",
+        "kind",
+        "workspace",
+        "active",
+        "last_synced_at",
+        "item_count",
+        "last_error_brief",
+        "last_job",
+    ]
     list_filter = ["kind", "active"]
     search_fields = ["name", "external_id"]
     actions = ["sync_now"]
+    jobs_subject = "connection_id"
     fieldsets = [
         (None, {"fields": ["workspace", "kind", "name", "external_id", "active"]}),
         (
@@ -335,7 +486,7 @@ class WorkConnectionAdmin(JobButtonsMixin, admin.ModelAdmin):
 
 
 @admin.register(models.SourceItem)
-class SourceItemAdmin(admin.ModelAdmin):
+class SourceItemAdmin(SystemWritten):
     list_display = ["external_id", "title", "status", "connection", "synced_at", "deleted_at"]
     list_filter = [("deleted_at", admin.EmptyFieldListFilter), "connection__kind"]
     search_fields = ["external_id", "title"]
@@ -382,7 +533,10 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.AIArtifact)
-class AIArtifactAdmin(admin.ModelAdmin):
+class AIArtifactAdmin(SystemWritten):
+    """The prompt and output history of the AI jobs: deleted only once retention has blanked
+    its bodies (``retention.purge``); until then it is the record of what was sent."""
+
     list_display = [
         "__str__",
         "workspace",
@@ -395,7 +549,22 @@ class AIArtifactAdmin(admin.ModelAdmin):
         "bodies_purged_at",
     ]
     list_filter = ["kind", "provider"]
-    readonly_fields = ["written_by", "provider", "model", "input_tokens", "output_tokens", "latency_ms"]
+    fields = [
+        "workspace",
+        "repository",
+        "pull_request",
+        "kind",
+        "written_by",
+        "input_tokens",
+        "output_tokens",
+        "latency_ms",
+        "created_at",
+        "bodies_purged_at",
+        "prompt_text",
+        "output_text",
+        "data_block",
+    ]
+    readonly_fields = fields
 
     @admin.display(description="Written by", ordering="provider")
     def written_by(self, artifact: models.AIArtifact) -> str:
@@ -403,12 +572,35 @@ class AIArtifactAdmin(admin.ModelAdmin):
             return "No model: an extractive digest of the recorded facts (MODEL_PROVIDER=local)"
         return f"{artifact.model} ({artifact.provider})"
 
+    @admin.display(description="Prompt")
+    def prompt_text(self, artifact: models.AIArtifact):
+        return admin_display.text_block(artifact.prompt)
+
+    @admin.display(description="Output")
+    def output_text(self, artifact: models.AIArtifact):
+        return admin_display.text_block(artifact.output)
+
+    @admin.display(description="Data")
+    def data_block(self, artifact: models.AIArtifact):
+        return admin_display.json_block(artifact.data)
+
+    def deletable(self, artifact: models.AIArtifact) -> bool:
+        return artifact.bodies_purged_at is not None
+
 
 @admin.register(models.Decision)
-class DecisionAdmin(admin.ModelAdmin):
+class DecisionAdmin(RecordJobsMixin, SystemTimestamps):
+    """Proposed by decisions.mine; a person accepts or rejects it. Rejected decisions stay,
+    so mining never proposes them again: there is no deleting them."""
+
     list_display = ["title", "workspace", "status", "source", "proposed_by", "created_at"]
     list_filter = ["status"]
-    readonly_fields = ["evidence", "artifact", "fingerprint"]
+    fields = ["workspace", "title", "status", "source", "proposed_by", "evidence_table", "created_at"]
+    readonly_fields = fields
+    job_buttons = (
+        JobButton("accept", "Accept", decisions.accept, shown=lambda d: d.status == d.Status.PROPOSED),
+        JobButton("reject", "Reject", decisions.reject, shown=lambda d: d.status == d.Status.PROPOSED),
+    )
 
     @admin.display(description="Proposed by")
     def proposed_by(self, decision: models.Decision) -> str:
@@ -416,10 +608,35 @@ class DecisionAdmin(admin.ModelAdmin):
             return "The decision phrases in its evidence (no model)"
         return f"{decision.artifact.model} ({decision.artifact.provider})"
 
+    @admin.display(description="Evidence")
+    def evidence_table(self, decision: models.Decision):
+        return admin_display.evidence_table(decision.evidence)
+
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("artifact")
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        # Every field is read-only: Accept and Reject are the page's only actions.
+        quiet = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
+        return super().change_view(request, object_id, form_url, {**quiet, **(extra_context or {})})
+
 
 @admin.register(models.ReviewCapsule)
-class ReviewCapsuleAdmin(admin.ModelAdmin):
+class ReviewCapsuleAdmin(SystemWritten):
     list_display = ["pull_request", "created_at"]
+    fields = ["pull_request", "summary_text", "data_block", "created_at"]
+    readonly_fields = fields
+
+    @admin.display(description="Summary")
+    def summary_text(self, capsule: models.ReviewCapsule):
+        return admin_display.text_block(capsule.summary)
+
+    @admin.display(description="Data")
+    def data_block(self, capsule: models.ReviewCapsule):
+        return admin_display.json_block(capsule.data)

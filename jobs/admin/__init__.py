@@ -7,20 +7,30 @@ also need ``platform.change_job``.
     display       durations, relative times, badges
     filters       status, queue, type (from the registry), and an attempt's outcome
     links         the hook through which other apps add links to the page
-    operations    Retry and Cancel: views, bulk actions, all through ``jobs.store``
+    payload_links the hook through which other apps link a job to the records it names
+    operations    Retry and Cancel: views, bulk actions, all through ``jobs.store``, and
+                  who did them (the admin log)
+    job_records   a job's row and page link its records
     job_page      the job list and a job's own page
     attempt_page  the failed tries (audit)
     worker_page   the worker registry
+    record_page   a domain record's pages: its recent jobs, last job and job buttons
+                  (``jobs.RecordJobsMixin``, ``jobs.JobButton``)
+    scheduler_page django-q2's task lists out of the index when it only schedules timers
 
-Other apps use only ``register_link`` from here; ``bench/admin_page.py`` times the page
-with ``status_counts`` and the refresh header.
+Other apps use the public API (``jobs.register_admin_link``, ``jobs.register_payload_link``,
+``jobs.RecordJobsMixin``, ``jobs.JobButton``); ``bench/admin_page.py`` times the page with
+``status_counts`` and the refresh header.
 """
 
 from jobs.admin.attempt_page import JobAttemptAdmin
 from jobs.admin.counting import status_counts
 from jobs.admin.job_page import REFRESH_HEADER, JobAdmin
 from jobs.admin.links import PageLink, register_link
+from jobs.admin.scheduler_page import hide_task_lists
 from jobs.admin.worker_page import WorkerAdmin
+
+hide_task_lists()
 
 __all__ = [
     "REFRESH_HEADER",

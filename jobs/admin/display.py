@@ -63,6 +63,19 @@ def exact_timestamp(moment: datetime | None) -> SafeString | str:
     )
 
 
+def job_moment(job: Job, now: datetime) -> SafeString | str:
+    """The moment that matters for a job's status: finished, started, due, or its next try."""
+    if job.finished_at:
+        return timestamp(job.finished_at, now, "finished ")
+    if job.status == Status.RUNNING:
+        return timestamp(job.started_at, now, "started ")
+    if waiting_for_retry(job):
+        return timestamp(job.run_at, now, "runs again " if job.run_at > now else "due ")
+    if job.run_at > now:
+        return timestamp(job.run_at, now, "due ")
+    return timestamp(job.created_at, now, "queued ")
+
+
 def shorten(text: str, limit: int = ERROR_PREVIEW_CHARS) -> str:
     """One line of at most ``limit`` characters: whitespace folded, the rest cut with "…"."""
     text = " ".join(text.split())
@@ -75,7 +88,7 @@ def status_badge(status: str) -> SafeString:
 
 def waiting_for_retry(job: Job) -> bool:
     """Queued again after a failed try (or a lost worker): it has used up attempts."""
-    return job.status == Status.QUEUED and job.attempts > 0
+    return job.waiting_for_retry
 
 
 def shows_error(job: Job, error: str) -> bool:

@@ -96,7 +96,7 @@ class TypeFilter(JobListFilter):
         return [(name, name) for name in names]
 
 
-class OutcomeFilter(ChoiceFilter):
+class OutcomeFilter(JobListFilter):
     """On the attempts page: did the job go back to the queue after this try, or fail?"""
 
     title = "what followed"
@@ -104,3 +104,21 @@ class OutcomeFilter(ChoiceFilter):
 
     def choices_from(self) -> list[tuple[str, str]]:
         return [(Status.QUEUED, "queued again (retry)"), (Status.FAILED, "failed for good")]
+
+
+class WorkerStateFilter(admin.SimpleListFilter):
+    """On the workers page: the running ones (alive or gone silent), or the stopped ones."""
+
+    title = "state"
+    parameter_name = "state"
+    template = JobListFilter.template
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]) -> list[tuple[str, str]]:
+        return [("running", "not stopped"), ("stopped", "stopped")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "running":
+            return queryset.filter(stopped_at__isnull=True)
+        if self.value() == "stopped":
+            return queryset.filter(stopped_at__isnull=False)
+        return queryset

@@ -39,15 +39,16 @@ from jobs.admin.display import (
     action_button,
     exact_timestamp,
     format_duration,
+    job_moment,
     local_time,
     shorten,
     shows_error,
     status_badge,
-    timestamp,
     waiting_for_retry,
 )
 from jobs.admin.filters import OwnFiltersOnlyMixin, QueueFilter, StatusFilter, TypeFilter
 from jobs.admin.full_text import FullTextMixin, ShownText, attempt_text_url, head, job_text_url
+from jobs.admin.job_records import JobRecordsMixin
 from jobs.admin.links import registered_links
 from jobs.admin.operations import RetryCancelMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
@@ -60,10 +61,24 @@ REFRESH_SECONDS = 3
 
 @admin.register(Job)
 class JobAdmin(
-    ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountingMixin, FullTextMixin, RetryCancelMixin
+    ViewJobsPermissionMixin,
+    OwnFiltersOnlyMixin,
+    BoundedCountingMixin,
+    FullTextMixin,
+    JobRecordsMixin,
+    RetryCancelMixin,
 ):
-    list_display = ("id", "type", "queue", "status_badge", "progress_cell", "attempts_cell", "took", "when")
-    list_display_links = ("id", "type")
+    list_display = (
+        "id",
+        "type_and_records",
+        "queue",
+        "status_badge",
+        "progress_cell",
+        "attempts_cell",
+        "took",
+        "when",
+    )
+    list_display_links = ("id",)  # and the type, which links its records too
     list_filter = (StatusFilter, QueueFilter, TypeFilter)
     # Sorting by a column would defeat the (status, id) and primary-key indexes.
     sortable_by = ()
@@ -73,7 +88,21 @@ class JobAdmin(
     list_per_page = 50
     list_max_show_all = 200
     fieldsets = (
-        (None, {"fields": ("type", "queue", "priority_text", "status_badge", "message", "dedupe_key")}),
+        (
+            None,
+            {
+                "fields": (
+                    "type",
+                    "records",
+                    "queue",
+                    "priority_text",
+                    "status_badge",
+                    "message",
+                    "operator_actions",
+                    "dedupe_key",
+                )
+            },
+        ),
         ("Progress", {"fields": ("progress_text", "error_text", "attempts_cell")}),
         ("Worker", {"fields": ("locked_by", "heartbeat")}),
         ("Timestamps", {"fields": ("created", "due", "started", "finished", "took", "dismissed")}),
@@ -81,6 +110,8 @@ class JobAdmin(
     )
     readonly_fields = (
         "priority_text",
+        "records",
+        "operator_actions",
         "status_badge",
         "progress_text",
         "error_text",
@@ -249,16 +280,7 @@ class JobAdmin(
     @admin.display(description="when")
     def when(self, job: Job) -> SafeString | str:
         """The moment that matters for its status: finished, started, due, or its next try."""
-        now = timezone.now()
-        if job.finished_at:
-            return timestamp(job.finished_at, now, "finished ")
-        if job.status == Status.RUNNING:
-            return timestamp(job.started_at, now, "started ")
-        if waiting_for_retry(job):
-            return timestamp(job.run_at, now, "runs again " if job.run_at > now else "due ")
-        if job.run_at > now:
-            return timestamp(job.run_at, now, "due ")
-        return timestamp(job.created_at, now, "queued ")
+        return job_moment(job, timezone.now())
 
     @admin.display(description="", empty_value="")
     def row_actions(self, job: Job) -> SafeString | str:

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.slow
 
 IN_PROCESS = """
 import json
+from datetime import timedelta
 from django.utils import timezone
 from jobs import store
 from jobs.models import Job
@@ -32,7 +33,7 @@ def run(claimed, worker):
 raced = store.enqueue("test.write_atomic", {})
 [first] = store.claim("w1", ["default"], 1)
 store.recover_worker("w1")
-Job.objects.filter(pk=raced.pk).update(run_at=timezone.now())  # its backoff has passed
+Job.objects.filter(pk=raced.pk).update(run_at=timezone.now() - timedelta(hours=1))  # its backoff has passed
 [second] = store.claim("w2", ["default"], 1)
 outcomes = [run(second, "w2").value, run(first, "w1").value]
 failing = store.enqueue("test.write_atomic", {"fail": "boom"})

@@ -44,7 +44,16 @@ def browser(monkeypatch) -> Iterator:
         connections.close_all()
 
 
-def log_in(browser, live_server, username: str, *, next_url: str = PAGE, height: int = 900, before=None):
+def log_in(
+    browser,
+    live_server,
+    username: str,
+    *,
+    next_url: str = PAGE,
+    height: int = 900,
+    waits_for: str = PAGE,
+    before=None,
+):
     """A page logged in as ``username`` at ``next_url``; its Content-Security-Policy
     violations are collected in ``page.csp_violations``. ``before(page)`` runs before the
     first navigation (to install the page's clock, say)."""
@@ -57,7 +66,7 @@ def log_in(browser, live_server, username: str, *, next_url: str = PAGE, height:
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
-    page.wait_for_url(f"**{PAGE}**")
+    page.wait_for_url(f"**{waits_for}**")
     return page
 
 

@@ -76,8 +76,13 @@ def a_page_of_jobs() -> None:
     finished = {"started_at": now - timedelta(seconds=30), "finished_at": now - timedelta(seconds=23)}
     for _ in range(8):
         make_job(Status.SUCCEEDED, **finished)
+    # Jobs that name their records: the list links them (ids of records never created).
+    named = {
+        "workmanagement.sync": {"connection_id": 123456},
+        "capsules.retrospective": {"repository_id": 654321},
+    }
     for type_name in ("test.fail", "test.fail", "test.fail", "workmanagement.sync", "capsules.retrospective"):
-        make_failed(type_name, tries=1, error=LONG_ERROR, **finished)
+        make_failed(type_name, tries=1, error=LONG_ERROR, payload=named.get(type_name, {}), **finished)
     for _ in range(6):
         make_job(
             Status.RUNNING,
@@ -89,7 +94,7 @@ def a_page_of_jobs() -> None:
     for _ in range(5):
         make_job(type_name="test.fail", attempts=1, error=LONG_ERROR, run_at=now + timedelta(minutes=2))
     for type_name in ("test.noop", "test.noop", "test.noop", "capsules.retrospective", "repository.analyse"):
-        make_job(type_name=type_name)
+        make_job(type_name=type_name, payload={"repository_id": 987654} if type_name != "test.noop" else {})
     for _ in range(4):
         make_job(Status.CANCELLED)
     assert Job.objects.count() == 33
@@ -184,3 +189,129 @@ def test_filters__are_drop_downs_above_the_list_that_filter_it(browser, live_ser
     page.locator("details.job-filter", has_text="Type:").locator("summary").click()
     page.keyboard.press("Escape")
     assert not page.is_visible("details.job-filter ul")
+
+
+# The other lists of the platform: a page of rows with long texts in every free-text column.
+MEASURE_ANY_LIST = """() => {
+  const results = document.querySelector("#result_list").closest(".results");
+  return {
+    navigationOpen: document.querySelector("#main").classList.contains("shifted"),
+    pageScrollWidth: document.documentElement.scrollWidth,
+    viewportWidth: window.innerWidth,
+    listScrollWidth: results.scrollWidth,
+    listClientWidth: results.clientWidth,
+    rows: document.querySelectorAll("#result_list tbody tr").length,
+  };
+}"""
+
+
+def many_failed_tries_and_workers() -> None:
+    from jobs.models import Worker
+    from tests.factories import JobAttemptFactory
+
+    for _ in range(12):
+        job = make_failed("capsules.retrospective", tries=1, error=LONG_ERROR)
+        JobAttemptFactory(
+            job=job,
+            attempt=2,
+            error_class="workspaces.errors.ProviderAnswerInvalid.SomethingLongerStill",
+            error=LONG_ERROR * 3,
+            worker="ip-10-0-12-34.eu-central-1.compute.internal:4242:17",
+        )
+    for number in range(6):
+        Worker.objects.create(
+            name=f"ip-10-0-12-{number}.eu-central-1.compute.internal:{4000 + number}",
+            host=f"ip-10-0-12-{number}.eu-central-1.compute.internal",
+            pid=4000 + number,
+            queues=["ai:1,default:2,ingestion:1,mail:4"],
+        )
+
+
+def many_emails() -> None:
+    from pipeline.models import EmailMessage
+
+    for number in range(12):
+        EmailMessage.objects.create(
+            blob_name=f"emails/{number:064d}.eml",
+            size=1000,
+            sha256=f"{number:064d}",
+            sender="A sender with a very long display name indeed <someone.with.a.long.address@subdomain.example.com>",
+            subject="Re: Fwd: " * 8 + "the quarterly report, the meeting agenda and the budget review",
+            status="failed",
+            needs_review=number % 2 == 0,
+        )
+        make_failed(
+            "email.process", tries=3, payload={"email_id": EmailMessage.objects.latest("pk").pk}, keyed=True
+        )
+
+
+def an_email_with_long_attachments() -> None:
+    """The first email (the list's filter) gets attachments and a run with long texts."""
+    from pipeline.models import Attachment, EmailMessage, PipelineRun
+
+    many_emails()
+    email = EmailMessage.objects.order_by("pk").first()
+    PipelineRun.objects.create(email=email, last_error=LONG_ERROR * 4)
+    for position in range(8):
+        Attachment.objects.create(
+            email=email,
+            position=position,
+            filename=f"{'quarterly-report-and-budget-review-' * 4}{position}.pdf",
+            content_type="application/pdf",
+            size=123456,
+            note="not converted: " + "the PDF's content stream is over the page token limit " * 3,
+            text="Quarterly revenue grew strongly " * 40,
+        )
+
+
+def first_email(rows) -> str:
+    from pipeline.models import EmailMessage
+
+    return str(EmailMessage.objects.order_by("pk").values_list("pk", flat=True).first())
+
+
+@pytest.mark.parametrize(
+    ("url", "rows"),
+    [
+        ("/admin/platform/jobattempt/", many_failed_tries_and_workers),
+        ("/admin/platform/worker/", many_failed_tries_and_workers),
+        ("/admin/pipeline/emailmessage/", many_emails),
+        ("/admin/pipeline/attachment/?email__id__exact=FIRST", an_email_with_long_attachments),
+    ],
+    ids=["attempts", "workers", "emails", "attachments"],
+)
+def test_other_lists__fit_at_1400px_with_the_navigation_open(browser, live_server, url, rows) -> None:
+    from django.contrib.auth.models import User
+
+    User.objects.create_superuser("admin", "admin@example.com", "correct-horse-battery")
+    rows()
+    url = url.replace("FIRST", first_email(rows))
+
+    page = log_in(browser, live_server, "admin", next_url=url, waits_for=url.split("?")[0])
+    seen = page.evaluate(MEASURE_ANY_LIST)
+    screenshot(
+        page, f"admin_{url.split('?')[0].strip('/').removeprefix('admin/').replace('/', '_')}_1400.png"
+    )
+
+    assert seen["navigationOpen"] and seen["rows"] >= 6
+    assert seen["pageScrollWidth"] <= seen["viewportWidth"], "the page scrolls sideways"
+    assert seen["listScrollWidth"] <= seen["listClientWidth"], "the list hides columns in its scroll box"
+
+
+def test_email_page__its_runs_and_attachments_fit_at_1400px(browser, live_server) -> None:
+    from django.contrib.auth.models import User
+
+    User.objects.create_superuser("admin", "admin@example.com", "correct-horse-battery")
+    an_email_with_long_attachments()
+    url = f"/admin/pipeline/emailmessage/{first_email(None)}/change/"
+
+    page = log_in(browser, live_server, "admin", next_url=url, waits_for=url)
+    seen = page.evaluate(
+        "() => ({page: document.documentElement.scrollWidth, viewport: window.innerWidth,"
+        " wide: Array.from(document.querySelectorAll('.inline-group')).filter("
+        "(group) => group.scrollWidth > group.clientWidth + 1).map((group) => group.id)})"
+    )
+    screenshot(page, "admin_email_page_1400.png")
+
+    assert seen["page"] <= seen["viewport"], "the page scrolls sideways"
+    assert seen["wide"] == [], "an inline table is wider than its box"

@@ -43,9 +43,10 @@ def _huge_failed_job() -> Job:
 
 
 def _selects(sql: str, column: str) -> bool:
-    """Does the statement read the whole column (not only inside LEFT(...))?"""
+    """Does the statement read the whole column (not only inside LEFT(...), nor one key of
+    it: the records a job's payload names, ``payload ->> 'email_id'``)?"""
     quoted = f'"jobs_job"."{column}"'
-    return quoted in sql.replace(f"LEFT({quoted}", "LEFT(")
+    return quoted in sql.replace(f"LEFT({quoted}", "LEFT(").replace(f"{quoted} ->>", "->>")
 
 
 # --- the list and its refresh -------------------------------------------------------------------

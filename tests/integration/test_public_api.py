@@ -254,3 +254,31 @@ def test_dismiss__is_public_and_takes_a_job_or_its_id():
     assert jobs.dismiss(first).dismissed_at is not None
     assert jobs.dismiss(second.pk).dismissed_at is not None
     assert Job.objects.filter(dismissed_at__isnull=False).count() == 2
+
+
+# --- every job about one subject, across types ----------------------------------------------
+
+
+def test_jobs_about__finds_the_jobs_of_every_type_keyed_by_those_fields_newest_first():
+    first = jobs.enqueue("repository.ingest", {"repository_id": 7})
+    _finish(first)
+    analysis = jobs.enqueue("repository.analyse", {"repository_id": 7})
+    jobs.enqueue("repository.ingest", {"repository_id": 8})
+    jobs.enqueue("workspace.provision", {"workspace_id": 7})
+
+    assert list(jobs.jobs_about(repository_id=7)) == [analysis, first]
+    assert list(jobs.jobs_about(repository_id=9)) == []
+
+
+def test_latest_jobs_about__reads_the_newest_job_of_each_subject_in_one_query(django_assert_num_queries):
+    from jobs import queries
+
+    old = jobs.enqueue("repository.ingest", {"repository_id": 1})
+    _finish(old)
+    newest_of_1 = jobs.enqueue("repository.analyse", {"repository_id": 1})
+    only_of_2 = jobs.enqueue("repository.ingest", {"repository_id": 2})
+
+    with django_assert_num_queries(1):
+        latest = queries.latest_jobs_about("repository_id", [1, 2, 3])
+
+    assert latest == {1: newest_of_1, 2: only_of_2}

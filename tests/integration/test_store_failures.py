@@ -152,6 +152,30 @@ def test_retry__a_failed_job_gets_a_full_new_budget():
     assert JobAttempt.objects.filter(job=job).count() == 1
 
 
+def test_retry__the_audit_log_keeps_counting_tries_across_it():
+    """Three tries, a Retry, one more try: the audit log says 1, 2, 3, 4, not 1, 2, 3, 1,
+    while the job's own count (the budget, and the fence of every result) starts again."""
+    job = store.enqueue("test.fail", {})
+    for _ in range(3):
+        claimed = claim_one("w1", "test.fail")
+        store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed))
+        make_due(job.pk)
+    store.retry(job)
+    claimed = claim_one("w1", "test.fail")
+    assert claimed.attempt == 1
+    store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed))
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.earlier_attempts) == (Status.QUEUED, 1, 3)
+    tries = JobAttempt.objects.filter(job=job).order_by("id")
+    assert [(a.attempt, a.outcome) for a in tries] == [
+        (1, Status.QUEUED),
+        (2, Status.QUEUED),
+        (3, Status.FAILED),
+        (4, Status.QUEUED),
+    ]
+
+
 @pytest.mark.parametrize("status", [Status.QUEUED, Status.RUNNING, Status.SUCCEEDED, Status.CANCELLED])
 def test_retry__refuses_anything_but_a_failed_job(status):
     job = _job_in(status)

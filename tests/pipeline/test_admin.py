@@ -51,7 +51,8 @@ def test_email_page__shows_runs_artifacts_errors_and_jobs(admin_client, processe
         "quarterly revenue grew",
         "local-rules",
         "labelled",
-        "email.process jobs",
+        "recent jobs",
+        "email.process",
         "succeeded",
     ):
         assert expected in text
@@ -123,7 +124,7 @@ def test_email_page__shows_job_errors_only_to_viewers_of_the_jobs_page(client, p
 
     page = _staff(client, "viewer", "pipeline.view_emailmessage").get(url)
     assert page.status_code == 200
-    assert "email.process jobs" in page.text.lower() and "failed" in page.text
+    assert "recent jobs" in page.text.lower() and "email.process" in page.text and "failed" in page.text
     assert "token=abc123" not in page.text
 
     page = _staff(client, "operator", "pipeline.view_emailmessage", "platform.view_jobs").get(url)
@@ -159,3 +160,116 @@ def test_email_page__lists_the_first_rows_of_attachments_headers_and_defects_and
     assert listing.status_code == 200
     assert "file-09999.txt" in listing.text and "file-09899.txt" not in listing.text
     assert listing.context["cl"].result_count == 10_000
+
+
+# --- the email's jobs, and acting on them where the operator looks ------------------------------
+
+
+def _retrying(email: EmailMessage, *, tries: int = 1) -> Job:
+    """The email failed and its job waits for its next try, as the engine leaves it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    EmailMessage.objects.filter(pk=email.pk).update(status="failed")
+    job = jobs_for("email.process", email_id=email.pk).first()
+    Job.objects.filter(pk=job.pk).update(
+        status="queued",
+        attempts=tries,
+        error="ModelCallError: timed out",
+        run_at=timezone.now() + timedelta(minutes=2),
+    )
+    job.refresh_from_db()
+    return job
+
+
+def test_email_list__a_failed_email_says_when_its_job_tries_again_or_that_it_failed_for_good(
+    admin_client, processed
+):
+    from django.utils import timezone
+
+    job = _retrying(processed)
+    url = reverse("admin:pipeline_emailmessage_changelist")
+    at = timezone.localtime(job.run_at).strftime("%H:%M")
+
+    assert f"Failed — retrying 2/3 at {at}" in admin_client.get(url).text
+
+    Job.objects.filter(pk=job.pk).update(status="failed", attempts=3)
+    assert "Failed for good after 3/3 tries" in admin_client.get(url).text
+
+
+def test_email_page__an_open_run_whose_job_failed_for_good_says_so(admin_client, processed):
+    job = jobs_for("email.process", email_id=processed.pk).first()
+    Job.objects.filter(pk=job.pk).update(status="failed", attempts=3)
+    processed.runs.update(closed_at=None, outcome="open")
+
+    page = admin_client.get(reverse("admin:pipeline_emailmessage_change", args=[processed.pk])).text
+
+    assert (
+        f'open — its job <a href="/admin/platform/job/{job.pk}/change/">#{job.pk}</a> failed for good' in page
+    )
+
+
+def test_reprocess_button__queues_one_job_links_to_it_and_records_who_pressed_it(admin_client, processed):
+    from django.contrib.admin.models import LogEntry
+
+    EmailMessage.objects.filter(pk=processed.pk).update(needs_review=True)
+    button = reverse("admin:pipeline_emailmessage_job_button", args=[processed.pk, "reprocess"])
+    page = admin_client.get(reverse("admin:pipeline_emailmessage_change", args=[processed.pk])).text
+    assert f'action="{button}"' in page
+
+    for _ in range(2):
+        response = admin_client.post(button, follow=True)
+
+    job = Job.objects.get(dedupe_key=f"email:{processed.pk}", status="queued")
+    assert (
+        f'<a href="/admin/platform/job/{job.pk}/change/">email.process job #{job.pk}</a> is queued.'
+        in response.text
+    )
+    assert not EmailMessage.objects.get(pk=processed.pk).needs_review
+    entries = LogEntry.objects.filter(object_id=str(processed.pk), content_type__model="emailmessage")
+    assert [entry.get_change_message() for entry in entries] == [
+        f"Reprocess: queued email.process job #{job.pk}"
+    ] * 2
+    assert {entry.user for entry in entries} == {admin_client.user}
+
+
+def test_reprocess_button__needs_the_change_permission(client, processed):
+    button = reverse("admin:pipeline_emailmessage_job_button", args=[processed.pk, "reprocess"])
+    viewer = _staff(client, "viewer", "pipeline.view_emailmessage")
+    assert (
+        "job-button"
+        not in viewer.get(reverse("admin:pipeline_emailmessage_change", args=[processed.pk])).text
+    )
+    assert viewer.post(button).status_code == 403
+
+
+def test_needs_review__shows_only_when_it_is_set(admin_client, processed):
+    listing = reverse("admin:pipeline_emailmessage_changelist")
+    page = reverse("admin:pipeline_emailmessage_change", args=[processed.pk])
+    assert "needs review" not in admin_client.get(listing).text
+    assert 'name="needs_review"' not in admin_client.get(page).text
+
+    EmailMessage.objects.filter(pk=processed.pk).update(needs_review=True)
+    assert '<span class="pl-review">needs review</span>' in admin_client.get(listing).text
+    assert 'name="needs_review"' in admin_client.get(page).text
+
+
+def test_email_page__labels_are_a_list_not_json(admin_client, processed):
+    page = admin_client.get(reverse("admin:pipeline_emailmessage_change", args=[processed.pk])).text
+    assert '<ul class="pl-labels"><li class="pl-label">meeting</li></ul>' in page
+
+
+def test_model_call_switch__says_what_off_means_and_links_the_sweep_it_queues(admin_client):
+    from django.contrib.admin.models import LogEntry
+
+    url = admin_client.get(reverse("admin:pipeline_modelcallswitch_changelist"))["Location"]
+    assert "stop at “parsed”" in admin_client.get(url).text
+
+    off = admin_client.post(url, {"enabled": ""}, follow=True)
+    assert "Model calls are off" in off.text
+    on = admin_client.post(url, {"enabled": "on"}, follow=True)
+
+    sweep = Job.objects.get(type="email.sweep")
+    assert f'email.sweep job <a href="/admin/platform/job/{sweep.pk}/change/">#{sweep.pk}</a>' in on.text
+    assert LogEntry.objects.filter(content_type__model="modelcallswitch", user=admin_client.user).count() == 2

@@ -20,6 +20,7 @@ from typing import Any
 import language_models
 from language_models import InvalidAnswer, Prompt
 from workspaces.ai import artifacts
+from workspaces.errors import NotReady
 from workspaces.models import Decision, PullRequest, SourceItem, Workspace
 from workspaces.services import Progress, load, no_progress
 
@@ -207,3 +208,25 @@ def mine_decisions(workspace_id: int, progress: Progress = no_progress) -> int:
     left = f"; {len(new) - len(batch)} statements left for the next run" if len(new) > len(batch) else ""
     progress(100, f"{len(rows)} decisions proposed{left}")
     return len(rows)
+
+
+# --- a person's answer to a proposal ----------------------------------------------------------
+
+
+def accept(decision: Decision) -> str:
+    return _answer(decision, Decision.Status.ACCEPTED)
+
+
+def reject(decision: Decision) -> str:
+    """Rejected, not deleted: the decision stays, so mining never proposes it again."""
+    return _answer(decision, Decision.Status.REJECTED)
+
+
+def _answer(decision: Decision, status: str) -> str:
+    # One conditional UPDATE: of two people answering at once, the first one counts.
+    answered = Decision.objects.filter(pk=decision.pk, status=Decision.Status.PROPOSED).update(status=status)
+    if not answered:
+        current = Decision.objects.filter(pk=decision.pk).values_list("status", flat=True).first()
+        raise NotReady(f"“{decision}” is no longer proposed: it is {current or 'deleted'}.")
+    decision.status = status
+    return f"“{decision}” is {status}."

@@ -10,8 +10,10 @@ one. Nothing here waits for the work.
 | a repository is connected to a workspace (``connect_repository``) | ``repository.ingest`` |
 | a workspace is created with its repositories (``create_workspace``) | ``workspace.provision`` |
 | Re-index (repository page) | ``repository.ingest`` |
+| Analyse (repository page) | ``repository.analyse`` |
 | Sync now (repository page) | ``pullrequest.sync`` (which queues ``checks.sync`` when pull requests are supervised) |
 | Provision (workspace page) | ``workspace.provision`` |
+| Purge (organization page) | ``retention.purge`` of that organization |
 | Ask for a test plan, Capsule summary (pull-request page) | ``ai.workflow`` ``test_plan`` / ``capsule_summary`` |
 """
 
@@ -25,7 +27,9 @@ from jobs import Job, enqueue
 from workspaces.models import Organization, PullRequest, Repository, Workspace
 
 INGEST = "repository.ingest"
+ANALYSE = "repository.analyse"
 PROVISION = "workspace.provision"
+PURGE = "retention.purge"
 PULL_REQUEST_SYNC = "pullrequest.sync"
 AI_WORKFLOW = "ai.workflow"
 # The registered workflows the pull-request page offers, by button.
@@ -65,6 +69,15 @@ def workspace_created(workspace: Workspace) -> Job | None:
 
 def request_ingest(repository: Repository) -> Job:
     return enqueue(INGEST, {"repository_id": repository.pk})
+
+
+def request_analysis(repository: Repository) -> Job:
+    return enqueue(ANALYSE, {"repository_id": repository.pk})
+
+
+def request_purge(organization: Organization) -> Job:
+    """Blank the organization's AI bodies past its retention window now, not at the next run."""
+    return enqueue(PURGE, {"organization_id": organization.pk})
 
 
 def request_provision(workspace: Workspace) -> Job:
