@@ -273,11 +273,7 @@ class EmailMessageAdmin(RecordJobsMixin, admin.ModelAdmin):
     @admin.display(description="text body")
     def body_text(self, obj: EmailMessage) -> str:
         parsed = self._parsed(obj)
-        return (
-            format_html("<pre style='white-space: pre-wrap'>{}</pre>", parsed.body_text[:5000])
-            if parsed
-            else "-"
-        )
+        return format_html('<pre class="pl-pre">{}</pre>', parsed.body_text[:5000]) if parsed else "-"
 
     @admin.display(description="parser defects")
     def defects(self, obj: EmailMessage) -> str:
@@ -391,7 +387,7 @@ class AttachmentAdmin(admin.ModelAdmin):
 
     @admin.display(description="text")
     def text_preview(self, obj: Attachment) -> str:
-        return format_html("<pre style='white-space: pre-wrap'>{}</pre>", obj.text[:5000])
+        return format_html('<pre class="pl-pre">{}</pre>', obj.text[:5000])
 
     def get_model_perms(self, request: HttpRequest) -> dict[str, bool]:
         return {}  # not in the admin index: reached from an email's page

@@ -20,6 +20,7 @@ from tests.browser.test_admin_browser import CHROMIUM, browser, screenshot  # no
 from tests.pipeline import corpus
 from tests.pipeline.conftest import blob_root, worker_env  # noqa: F401 - the pipeline's fixtures
 from tests.support.admin_walk import one_of_each, pages
+from tests.support.chromium import record_csp_violations
 from tests.workspaces.factories import RepositoryFactory
 from workspaces import models as workspace_models
 
@@ -36,6 +37,7 @@ pytestmark = [
 def log_in(browser, live_server, url: str, username: str = "admin"):  # noqa: F811 - the fixture
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.set_default_timeout(20_000)
+    page.csp_violations = record_csp_violations(page)
     page.goto(f"{live_server.url}/admin/login/?next={url}")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
@@ -59,13 +61,20 @@ def test_walk__every_list_and_change_page_answers_without_a_server_error(
     walk = [page for page in pages(one_of_each(), request) if page.kind != "add"]
 
     tab = log_in(browser, live_server, "/admin/")
-    answers = {}
+    answers, blocked = {}, {}
     for page in walk:
+        before = len(tab.csp_violations)
         response = tab.goto(f"{live_server.url}{page.url}")
+        tab.wait_for_load_state("load")
         answers[str(page)] = response.status if response else 0
+        if len(tab.csp_violations) > before:
+            blocked[str(page)] = tab.csp_violations[before:]
 
     assert {page: status for page, status in answers.items() if status >= 500 or status == 0} == {}
     assert len(answers) >= 2 * 20
+    # The site sends a Content-Security-Policy: no page may carry what it blocks (an inline
+    # style or script without the nonce), or that part of the page silently does not work.
+    assert blocked == {}
 
 
 def test_links__a_job_leads_to_its_email_and_the_email_back_to_its_job(
