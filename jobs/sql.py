@@ -180,3 +180,115 @@ SELECT newest.id
         ORDER BY jobs_job.id DESC
         LIMIT 1) AS newest
 """
+
+# --- MariaDB (and MySQL 8) ---
+#
+# No partial indexes, no UPDATE … RETURNING, no LISTEN/NOTIFY, no advisory locks. The
+# schema below replaces the model's partial indexes (migration 0010); ``jobs.store`` runs
+# the claim as a short transaction of three statements; workers poll; timers take GET_LOCK.
+
+# Deduplication among queued and running jobs: ``dedupe_active`` is the dedupe key while
+# the job is queued or running and NULL once it has finished (a generated column the
+# database keeps), and a unique index on (type, dedupe_active) allows any number of NULLs.
+# So a second active job of one key is refused by the index itself (error 1062), whatever
+# the race: a twin's insert waits on the first one's uncommitted index entry and then
+# fails.
+#
+# Django builds the model's partial indexes here without their condition (and skips the
+# conditional unique constraint). Those of the claim, the heartbeat and a queue's failed
+# list are rebuilt to lead with the status, since every index covers every row here: a
+# million finished jobs then add entries but no reads. ``jobs_rare_status`` (status, id)
+# and ``jobs_dedupe_key`` (dedupe_key, id) serve as Django builds them.
+_DJANGO_SHAPES = {
+    "jobs_claim": "queue, priority, run_at, id",
+    "jobs_claim_any": "priority, run_at, id",
+    "jobs_running": "locked_by, heartbeat_at",
+    "jobs_failed_queue": "queue, id",
+}
+_STATUS_FIRST = {name: f"status, {columns}" for name, columns in _DJANGO_SHAPES.items()}
+MARIADB_SCHEMA = (
+    """ALTER TABLE jobs_job ADD COLUMN dedupe_active varchar(255)
+        GENERATED ALWAYS AS (IF(status IN ('queued', 'running'), dedupe_key, NULL)) STORED""",
+    "CREATE UNIQUE INDEX jobs_dedupe_active ON jobs_job (type, dedupe_active)",
+    *(
+        f"ALTER TABLE jobs_job DROP INDEX {name}, ADD INDEX {name} ({columns})"
+        for name, columns in _STATUS_FIRST.items()
+    ),
+)
+MARIADB_SCHEMA_UNDO = (
+    *(
+        f"ALTER TABLE jobs_job DROP INDEX {name}, ADD INDEX {name} ({columns})"
+        for name, columns in _DJANGO_SHAPES.items()
+    ),
+    "DROP INDEX jobs_dedupe_active ON jobs_job",
+    "ALTER TABLE jobs_job DROP COLUMN dedupe_active",
+)
+
+# The claim, first statement: locks up to %(limit)s due, queued rows of the lane's queues in
+# claim order, skipping rows another worker holds (MariaDB 10.6+, MySQL 8). The index is
+# named because the optimiser, seeing few rows, may prefer another one and sort; read in
+# this index's order the statement stops after ``limit`` rows, however long the backlog.
+# Under READ COMMITTED (the worker's isolation level) it locks only the rows it returns.
+# The same transaction then marks them running (MARIADB_MARK_CLAIMED) and reads them back
+# (MARIADB_CLAIMED_ROWS) by primary key, and commits: the locks live for those three.
+MARIADB_CLAIM_ONE_QUEUE = """
+SELECT id FROM jobs_job FORCE INDEX (jobs_claim)
+ WHERE status = 'queued' AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
+ ORDER BY status, queue, priority, run_at, id
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+MARIADB_CLAIM_QUEUES = """
+SELECT id FROM jobs_job FORCE INDEX (jobs_claim_any)
+ WHERE status = 'queued' AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6)
+ ORDER BY status, priority, run_at, id
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+MARIADB_MARK_CLAIMED = """
+UPDATE jobs_job
+   SET status = 'running', attempts = attempts + 1, locked_by = %s,
+       started_at = CURRENT_TIMESTAMP(6), heartbeat_at = CURRENT_TIMESTAMP(6),
+       finished_at = NULL, progress = NULL, progress_message = ''
+ WHERE id IN ({ids})
+"""
+MARIADB_CLAIMED_ROWS = """
+SELECT id, type, payload, attempts, max_attempts FROM jobs_job
+ WHERE id IN ({ids})
+ ORDER BY priority, run_at, id
+"""
+
+# The acknowledgement, fenced in two statements of one short transaction: lock the rows
+# still running under this worker (by primary key), keep those whose attempt matches, and
+# mark those succeeded.
+MARIADB_LOCK_RUNNING = """
+SELECT id, attempts FROM jobs_job
+ WHERE id IN ({ids}) AND status = 'running' AND locked_by = %s
+   FOR UPDATE
+"""
+MARIADB_COMPLETE = """
+UPDATE jobs_job
+   SET status = 'succeeded', finished_at = CURRENT_TIMESTAMP(6), progress = 100, error = ''
+ WHERE id IN ({ids})
+"""
+
+# Bulk enqueue: one multi-row INSERT per batch (mysqlclient folds executemany into one).
+# IGNORE turns a duplicate active dedupe key (the unique index above) into a skipped row;
+# every other value was checked before (``jobs.validation``), so it hides nothing else.
+MARIADB_INSERT_MANY = """
+INSERT IGNORE INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
+                             attempts, max_attempts, progress_message, error, message,
+                             earlier_attempts, created_at)
+VALUES (%s, %s, %s, 'queued', %s, %s, %s, 0, %s, '', '', '', 0, CURRENT_TIMESTAMP(6))
+"""
+
+# A timer step's guard: a named lock of the session, taken without waiting (timeout 0),
+# released after the step; if the process dies the session ends and the lock with it.
+# Names are at most 64 characters, so the step's name goes in as its CRC.
+MARIADB_TRY_LOCK_TIMER_STEP = "SELECT GET_LOCK(%s, 0)"
+MARIADB_UNLOCK_TIMER_STEP = "SELECT RELEASE_LOCK(%s)"
+
+# The admin's tile estimate for a status that holds more rows than the page counts: the
+# optimiser's row estimate for the status, from a dive into the index ``jobs_rare_status``.
+# EXPLAIN runs nothing and locks nothing.
+MARIADB_ESTIMATE_STATUS_ROWS = "EXPLAIN SELECT 1 FROM jobs_job WHERE status = %s"

@@ -69,6 +69,14 @@ def _on_postgres() -> bool:
     return connection.vendor == "postgresql"
 
 
+def _on_mariadb() -> bool:
+    return connection.vendor == "mysql"  # MariaDB, or MySQL 8
+
+
+def _placeholders(values: Sequence[object]) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
 def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Run a hot-path statement as a server-side prepared statement.
 
@@ -263,6 +271,17 @@ def enqueue_many(
                     },
                 )
                 added += cursor.rowcount
+        elif _on_mariadb():
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    sql.MARIADB_INSERT_MANY,
+                    [
+                        (job_type.name, job_type.queue, priority_number, text, key,
+                         run_at or timezone.now(), job_type.attempts)
+                        for text, key in zip(chunk, chunk_keys, strict=True)
+                    ],
+                )  # fmt: skip
+                added += cursor.rowcount
         else:
             rows = [
                 Job(
@@ -295,6 +314,8 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         else:
             rows = _run_prepared(sql.CLAIM_QUEUES, {"worker": worker, "queues": list(queues), "limit": limit})
         return [ClaimedJob(*row) for row in rows]
+    if _on_mariadb():
+        return _claim_mariadb(worker, queues, limit)
     # Portable path (SQLite): the IMMEDIATE transaction serialises claimers, so the
     # select-then-update pair cannot hand one job to two workers.
     with transaction.atomic():
@@ -321,6 +342,21 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
             ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts)
             for job in claimed
         ]
+
+
+def _claim_mariadb(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    """The claim on MariaDB: three statements in one short transaction (``jobs.sql``)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if len(queues) == 1:
+            cursor.execute(sql.MARIADB_CLAIM_ONE_QUEUE, [queues[0], limit])
+        else:
+            cursor.execute(sql.MARIADB_CLAIM_QUEUES.format(queues=_placeholders(queues)), [*queues, limit])
+        ids = [row[0] for row in cursor.fetchall()]
+        if not ids:
+            return []
+        cursor.execute(sql.MARIADB_MARK_CLAIMED.format(ids=_placeholders(ids)), [worker, *ids])
+        cursor.execute(sql.MARIADB_CLAIMED_ROWS.format(ids=_placeholders(ids)), ids)
+        return [ClaimedJob(*row) for row in cursor.fetchall()]
 
 
 def task_rows(job_ids: Sequence[int]) -> dict[int, tuple[Job, bool]]:
@@ -372,6 +408,8 @@ def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str
         else:
             rows = _run_prepared(sql.COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
         applied = [row[0] for row in rows]
+    elif _on_mariadb() and results is None:
+        applied = _complete_mariadb(worker, done)
     else:
         applied = []
         with transaction.atomic():
@@ -384,6 +422,19 @@ def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str
     if len(applied) != len(done):
         dropped = sorted(set(ids) - set(applied))
         logger.warning("Dropped late results of jobs %s: no longer running under %s.", dropped, worker)
+    return applied
+
+
+def _complete_mariadb(worker: str, done: Sequence[tuple[int, int]]) -> list[int]:
+    """The acknowledgement on MariaDB: two statements in one short transaction, whatever
+    the batch's size (lock the rows still ours, mark those whose attempt matches)."""
+    ids = [job_id for job_id, _ in done]
+    attempt_of = dict(done)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql.MARIADB_LOCK_RUNNING.format(ids=_placeholders(ids)), [*ids, worker])
+        applied = [job_id for job_id, attempts in cursor.fetchall() if attempt_of[job_id] == attempts]
+        if applied:
+            cursor.execute(sql.MARIADB_COMPLETE.format(ids=_placeholders(applied)), applied)
     return applied
 
 

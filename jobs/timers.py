@@ -5,7 +5,7 @@ declared once for both, in an app's ``tasks`` module beside its job types:
     def sweep_emails() -> str: ...
 
 ``manage.py sweep`` runs every function of the ``sweep`` timer. Each function runs under a
-PostgreSQL advisory lock named after it, so two runs at the same moment (two cron hosts,
+lock named after it (a PostgreSQL advisory lock, MariaDB's GET_LOCK), so two runs at the same moment (two cron hosts,
 cron and django-q2) never do the same work twice: the second one skips it. The lock is
 held by a transaction on a session of its own (see ``_StepLocks``), so it works the same
 through a pooler in transaction mode.
@@ -79,7 +79,7 @@ def run_timer(timer: str) -> dict[str, object]:
 
 
 class _StepLocks:
-    """Each step's advisory lock, on PostgreSQL; elsewhere a no-op (one process).
+    """Each step's lock: advisory on PostgreSQL, GET_LOCK on MariaDB; elsewhere a no-op.
 
     The lock is transaction-level, held by an open transaction on a session of its own
     while the step does its work on the default connection. A session-level lock would
@@ -103,6 +103,9 @@ class _StepLocks:
 
     @contextmanager
     def hold(self, name: str) -> Iterator[bool]:
+        if connection.vendor == "mysql":
+            yield from self._hold_named_lock(name)
+            return
         if connection.vendor != "postgresql":
             yield True
             return
@@ -116,6 +119,21 @@ class _StepLocks:
         finally:
             session.rollback()  # ends the transaction: the lock goes with it
             session.set_autocommit(True)
+
+    def _hold_named_lock(self, name: str) -> Iterator[bool]:
+        """MariaDB and MySQL: GET_LOCK on a session of its own, released after the step."""
+        session = self._open()
+        lock_name = f"jobs.timer:{zlib.crc32(name.encode())}"
+        with session.cursor() as cursor:
+            cursor.execute(sql.MARIADB_TRY_LOCK_TIMER_STEP, [lock_name])
+            row = cursor.fetchone()
+        held = bool(row and row[0] == 1)
+        try:
+            yield held
+        finally:
+            if held:
+                with session.cursor() as cursor:
+                    cursor.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [lock_name])
 
     def _open(self) -> BaseDatabaseWrapper:
         if self._session is None:

@@ -181,14 +181,22 @@ class Classification(models.Model):
         return ", ".join(self.labels)
 
 
+class PortableSearchVectorField(SearchVectorField):
+    """A tsvector on PostgreSQL; elsewhere a text column that stays empty (MariaDB has no
+    tsvector type: it searches ``IndexRecord.text`` through a FULLTEXT index instead)."""
+
+    def db_type(self, connection: BaseDatabaseWrapper) -> str:
+        return "tsvector" if connection.vendor != "mysql" else "longtext"
+
+
 class IndexRecord(models.Model):
     """Artifact: what was put in the search index. On PostgreSQL ``vector`` is a tsvector
-    under a GIN index (added by migration 0002, PostgreSQL only); elsewhere it stays empty
-    and search falls back to a plain-text match on ``text``."""
+    under a GIN index (migration 0002); on MariaDB ``text`` has a FULLTEXT index (migration
+    0004); elsewhere (the embedded SQLite demo) search is a plain-text match on ``text``."""
 
     email = models.OneToOneField(EmailMessage, on_delete=models.CASCADE, related_name="index_record")
     text = models.TextField(blank=True, default="")
-    vector = SearchVectorField(null=True, blank=True, editable=False)
+    vector = PortableSearchVectorField(null=True, blank=True, editable=False)
     indexed_at = models.DateTimeField(db_default=Now())
 
     def __str__(self) -> str:

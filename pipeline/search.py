@@ -1,16 +1,22 @@
-"""The search index: a PostgreSQL full-text index (tsvector under GIN) by default; on
-other databases (the embedded SQLite demo) a plain-text match on the stored text."""
+"""The search index: a PostgreSQL full-text index (tsvector under GIN); on MariaDB and
+MySQL a FULLTEXT index on the stored text (pipeline migration 0004); on SQLite (the
+embedded demo) a plain-text match on the stored text."""
 
 from __future__ import annotations
+
+import re
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import DatabaseError, connection, transaction
 from django.db.models import QuerySet, TextField, Value
+from django.db.models.expressions import RawSQL
 
 from pipeline.errors import IndexingError
 from pipeline.models import EmailMessage, IndexRecord
 
+# Characters that are operators in a MariaDB boolean-mode full-text query.
+_FULLTEXT_OPERATORS = re.compile(r'[-+<>()~*"@]')
 MAX_INDEXED_CHARS = 200_000  # well under PostgreSQL's 1 MB tsvector limit
 
 
@@ -39,6 +45,16 @@ def search(query: str) -> QuerySet[EmailMessage]:
     if connection.vendor == "postgresql":
         return EmailMessage.objects.filter(
             index_record__vector=SearchQuery(query, config=settings.SEARCH_CONFIG, search_type="websearch")
+        )
+    if connection.vendor == "mysql":
+        # Every word required (boolean mode, "+word"), as websearch does on PostgreSQL;
+        # the query's own operators are dropped so no input makes a syntax error.
+        words = " ".join(f"+{word}" for word in _FULLTEXT_OPERATORS.sub(" ", query).split())
+        return EmailMessage.objects.filter(
+            index_record__in=RawSQL(
+                "SELECT id FROM pipeline_indexrecord WHERE MATCH (text) AGAINST (%s IN BOOLEAN MODE)",
+                [words],
+            )
         )
     matches = EmailMessage.objects.all()
     for word in query.split():

@@ -81,7 +81,14 @@ def status_counts(statuses: Iterable[str] = TILE_STATUSES) -> dict[str, StatusCo
 
 
 def _estimate(status: str) -> int:
-    """The planner's row estimate for one status (from pg_statistic), or 0 elsewhere."""
+    """The planner's row estimate for one status (from pg_statistic on PostgreSQL, from an
+    index dive on MariaDB), or 0 elsewhere."""
+    if connection.vendor == "mysql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql.MARIADB_ESTIMATE_STATUS_ROWS, [status])
+            names = [column[0] for column in cursor.description]
+            found = cursor.fetchone()
+        return int(found[names.index("rows")] or 0) if found else 0
     if connection.vendor != "postgresql":
         return 0
     with connection.cursor() as cursor:
