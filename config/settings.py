@@ -127,11 +127,18 @@ if DATABASES["default"]["ENGINE"].endswith("mysql"):
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "charset": "utf8mb4",
+            # The session's collation must be the tables' (an expression's text compared with
+            # a column otherwise fails: "Illegal mix of collations"). Create the database
+            # with CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci.
+            "collation": env.text("DATABASE_COLLATION", "utf8mb4_unicode_ci"),
             "isolation_level": "read committed",
             "init_command": "SET time_zone = '+00:00', sql_mode = 'STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION'",
         }
     )
-    DATABASES["default"]["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+    DATABASES["default"]["TEST"] = {
+        "CHARSET": "utf8mb4",
+        "COLLATION": DATABASES["default"]["OPTIONS"]["collation"],
+    }
     # Django warns that MariaDB has no partial or conditional unique indexes; migrations
     # platform 0010 and pipeline 0004 build what replaces each one the code relies on
     # (unique indexes on generated columns, indexes that lead with the status).

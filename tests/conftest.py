@@ -13,7 +13,7 @@ import pytest
 from django.db.backends.postgresql.operations import DatabaseOperations
 
 from tests.support import chromium
-from tests.support.database import flush_by_delete
+from tests.support.database import flush_by_delete, on_mariadb
 from tests.support.model_server import ModelServer
 from tests.support.workers import WorkerProcess, worker_environment
 
@@ -103,3 +103,16 @@ def openai_model(settings, model_server: ModelServer) -> ModelServer:
     settings.OPENAI_MODEL = "test-model"
     settings.MODEL_TIMEOUT = 5.0
     return model_server
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "postgres_only(reason): the test is about a PostgreSQL feature; skipped on MariaDB"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _postgres_only(request: pytest.FixtureRequest) -> None:
+    marker = request.node.get_closest_marker("postgres_only")
+    if marker is not None and on_mariadb():
+        pytest.skip(f"PostgreSQL only: {marker.kwargs.get('reason') or marker.args[0]}")

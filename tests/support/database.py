@@ -12,13 +12,47 @@ from django.db import connection
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 
+def on_mariadb() -> bool:
+    """Whether this run's database is MariaDB (the suite runs on PostgreSQL and MariaDB)."""
+    return settings.DATABASES["default"]["ENGINE"].endswith("mysql")
+
+
 def database_url() -> str:
     db = settings.DATABASES["default"]
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    scheme = "mysql" if on_mariadb() else "postgres"
+    return f"{scheme}://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
-def raw_connection(autocommit: bool = True) -> psycopg.Connection:
-    """A plain psycopg connection to the test database, outside Django's connection."""
+class MariaDBSession:
+    """A plain MariaDB session with psycopg's shape where the tests use it: ``execute``
+    returns the cursor, and ``commit``, ``rollback`` and ``close``."""
+
+    def __init__(self, autocommit: bool) -> None:
+        import MySQLdb  # only where the suite runs on MariaDB
+
+        self._conn = MySQLdb.connect(**connection.get_connection_params())
+        self._conn.autocommit(autocommit)
+
+    def execute(self, statement: str, params: Any = None) -> Any:
+        cursor = self._conn.cursor()
+        cursor.execute(statement, params)
+        return cursor
+
+    def commit(self) -> None:
+        self._conn.commit()
+
+    def rollback(self) -> None:
+        self._conn.rollback()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def raw_connection(autocommit: bool = True) -> Any:
+    """A plain connection to the test database, outside Django's connection: psycopg's on
+    PostgreSQL, a ``MariaDBSession`` on MariaDB."""
+    if on_mariadb():
+        return MariaDBSession(autocommit)
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
     params.pop("context", None)
