@@ -105,14 +105,10 @@ def openai_model(settings, model_server: ModelServer) -> ModelServer:
     return model_server
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "postgres_only(reason): the test is about a PostgreSQL feature; skipped on MariaDB"
-    )
-
-
 @pytest.fixture(autouse=True)
 def _postgres_only(request: pytest.FixtureRequest) -> None:
+    """A test of a PostgreSQL feature (NOTIFY, advisory locks, plans, PgBouncer) is skipped
+    when the suite runs on MariaDB, saying why."""
     marker = request.node.get_closest_marker("postgres_only")
     if marker is not None and on_mariadb():
         pytest.skip(f"PostgreSQL only: {marker.kwargs.get('reason') or marker.args[0]}")
