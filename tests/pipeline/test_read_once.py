@@ -112,7 +112,12 @@ def test_process__keeps_the_sender_and_subject_stored_at_intake(case: corpus.Hea
     email.refresh_from_db()
     assert email.status == Status.LABELLED
     assert EmailMessage.objects.values("message_id", "sender", "subject").get(pk=email.pk) == stored
-    updates = [query["sql"] for query in queries if query["sql"].startswith('UPDATE "pipeline_emailmessage"')]
+    quote = connection.ops.quote_name
+    updates = [
+        query["sql"]
+        for query in queries
+        if query["sql"].startswith(f"UPDATE {quote('pipeline_emailmessage')}")
+    ]
     assert updates  # the status was written…
-    summary_columns = ('"message_id" =', '"sender" =', '"subject" =')
+    summary_columns = tuple(f"{quote(column)} =" for column in ("message_id", "sender", "subject"))
     assert [sql for sql in updates if any(column in sql for column in summary_columns)] == []  # …nothing else

@@ -25,7 +25,8 @@ def database_url() -> str:
 
 class MariaDBSession:
     """A plain MariaDB session with psycopg's shape where the tests use it: ``execute``
-    returns the cursor, and ``commit``, ``rollback`` and ``close``."""
+    returns the cursor, ``commit``, ``rollback`` and ``close``, and ``with`` (commit or
+    roll back, then close)."""
 
     def __init__(self, autocommit: bool) -> None:
         import MySQLdb  # only where the suite runs on MariaDB
@@ -46,6 +47,19 @@ class MariaDBSession:
 
     def close(self) -> None:
         self._conn.close()
+
+    def __enter__(self) -> MariaDBSession:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        # As psycopg's connection: commit unless the block raised, then close.
+        try:
+            if kind is None:
+                self.commit()
+            else:
+                self.rollback()
+        finally:
+            self.close()
 
 
 def raw_connection(autocommit: bool = True) -> Any:
