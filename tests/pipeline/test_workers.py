@@ -1,5 +1,5 @@
 """Acceptance: the corpus of issue 4 imported and processed by real ``manage.py runworker``
-processes on PostgreSQL; S3 blob storage against a moto server over HTTP; a model timeout
+processes on the database (PostgreSQL or MariaDB); S3 blob storage against a moto server over HTTP; a model timeout
 retried with backoff by the engine."""
 
 from __future__ import annotations
@@ -191,16 +191,19 @@ def test_hostile_mail__real_workers_finish_every_email_and_fail_the_unprocessabl
 
 
 def test_timeouts__a_hung_process_or_sweep_job_is_stopped_by_the_worker(start_worker):
-    import psycopg
-
     from jobs import enqueue
-    from tests.support.database import database_url
+    from tests.support.database import on_mariadb, raw_connection
 
     email = intake.receive(corpus.plain()).email
     enqueue("email.sweep", {})
-    # Both jobs read the model-calls switch; while this lock is held they wait for ever.
-    with psycopg.connect(database_url()) as blocker:
-        blocker.execute("LOCK TABLE pipeline_modelcallswitch IN ACCESS EXCLUSIVE MODE")
+    # Both jobs read the model-calls switch; while this lock is held they wait for ever
+    # (MariaDB: a table's WRITE lock keeps other sessions from reading it; the session's
+    # end releases it).
+    with raw_connection(autocommit=False) as blocker:
+        if on_mariadb():
+            blocker.execute("LOCK TABLES pipeline_modelcallswitch WRITE")
+        else:
+            blocker.execute("LOCK TABLE pipeline_modelcallswitch IN ACCESS EXCLUSIVE MODE")
         worker = start_worker(
             "--burst",
             "--queue",

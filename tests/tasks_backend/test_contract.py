@@ -1,5 +1,5 @@
 """The django.tasks contract on the engine, with real ``manage.py runworker`` processes on
-PostgreSQL: what a Django project that only writes ``@task`` code gets.
+the database (PostgreSQL or MariaDB): what a Django project that only writes ``@task`` code gets.
 
 The tasks are in ``tasks.py`` (plain django.tasks code); the backend's settings, with a
 short backoff and one task with a budget and a timeout of its own, are in
@@ -29,7 +29,7 @@ from jobs import store
 from jobs.errors import InvalidReturnValue, JobTimeout, PermanentError, UnknownJobType
 from jobs.models import Job, Status, Worker
 from tests.jobs_app.models import Execution
-from tests.support.database import raw_connection
+from tests.support.database import on_mariadb, raw_connection
 from tests.support.job_states import wait_status
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
@@ -297,7 +297,10 @@ def test_takes_context__the_task_gets_its_attempt_and_its_result(start_worker):
 
 
 def test_transaction__a_commit_wakes_the_worker_and_a_rollback_leaves_nothing(start_worker):
-    start_worker("--concurrency", "1", "--poll-interval", "3600", "--name", "transactions")
+    # PostgreSQL: the worker never polls, so only the commit's NOTIFY wakes it. MariaDB has
+    # no NOTIFY: the worker polls, and the commit is what shows the task to its claim.
+    poll_interval = "0.1" if on_mariadb() else "3600"
+    start_worker("--concurrency", "1", "--poll-interval", poll_interval, "--name", "transactions")
     finished(tasks.record.enqueue())  # the worker is in its loop; idle now, only NOTIFY wakes it
 
     class Abort(Exception):
@@ -360,17 +363,22 @@ def fresh_database() -> Iterator[dict[str, str]]:
     """An empty database for the fresh project, dropped afterwards."""
     db = settings.DATABASES["default"]
     name = f"{db['NAME']}_fresh"
+    if on_mariadb():  # the server's default collation of utf8mb4, as a new project's session has
+        drop, create = f"DROP DATABASE IF EXISTS `{name}`", f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"
+    else:
+        drop, create = f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"'
     with raw_connection() as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(drop)
+        admin.execute(create)
     yield {
+        "FRESH_DATABASE_ENGINE": db["ENGINE"],
         "FRESH_DATABASE": name,
         "FRESH_DATABASE_USER": db["USER"],
         "FRESH_DATABASE_HOST": db["HOST"],
         "FRESH_DATABASE_PORT": str(db["PORT"]),
     }
     with raw_connection() as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(drop)
 
 
 def test_fresh_project__that_only_sets_tasks_runs_them_on_runworker(fresh_database):

@@ -8,7 +8,8 @@ SECRET_KEY = "a-fresh-project"
 INSTALLED_APPS = ["jobs"]
 DATABASES = {
     "default": {
-        "ENGINE": "django.db.backends.postgresql",
+        # PostgreSQL, or MariaDB with Django's defaults (utf8mb4, READ COMMITTED) and no options.
+        "ENGINE": os.environ.get("FRESH_DATABASE_ENGINE", "django.db.backends.postgresql"),
         "NAME": os.environ["FRESH_DATABASE"],
         "USER": os.environ.get("FRESH_DATABASE_USER", "postgres"),
         "HOST": os.environ.get("FRESH_DATABASE_HOST", "127.0.0.1"),
