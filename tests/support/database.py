@@ -17,10 +17,12 @@ def on_mariadb() -> bool:
     return settings.DATABASES["default"]["ENGINE"].endswith("mysql")
 
 
-def database_url() -> str:
+def database_url(port: int | None = None) -> str:
+    """The test database's URL, for a subprocess; ``port``: through a proxy on this host."""
     db = settings.DATABASES["default"]
     scheme = "mysql" if on_mariadb() else "postgres"
-    return f"{scheme}://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    host = "127.0.0.1" if port else db["HOST"]
+    return f"{scheme}://{db['USER']}@{host}:{port or db['PORT']}/{db['NAME']}"
 
 
 class MariaDBSession:
