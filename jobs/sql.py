@@ -292,3 +292,14 @@ MARIADB_UNLOCK_TIMER_STEP = "SELECT RELEASE_LOCK(%s)"
 # optimiser's row estimate for the status, from a dive into the index ``jobs_rare_status``.
 # EXPLAIN runs nothing and locks nothing.
 MARIADB_ESTIMATE_STATUS_ROWS = "EXPLAIN SELECT 1 FROM jobs_job WHERE status = %s"
+
+# The metrics' snapshot (``jobs.metrics.measure``): its statements read from one consistent
+# snapshot (REPEATABLE READ; InnoDB takes it at the first read) and write nothing. Issued
+# before the transaction's first statement, it applies to that transaction only.
+MARIADB_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+# Its statement timeout, in seconds: a session variable, so the session's own value is kept
+# in a user variable and put back when the measurement ends.
+MARIADB_SWAP_STATEMENT_TIME = (
+    "SET @jobs_statement_time = @@SESSION.max_statement_time, @@SESSION.max_statement_time = %s"
+)
+MARIADB_RESTORE_STATEMENT_TIME = "SET @@SESSION.max_statement_time = @jobs_statement_time"
