@@ -237,7 +237,7 @@ def _mariadb_snapshot() -> Iterator[None]:
     """``_snapshot`` on MariaDB: the isolation level is set for the transaction about to
     start, and the timeout (a session variable; MariaDB has no transaction-local one) is
     put back as it was when the transaction ends."""
-    timeout = connection.mysql_is_mariadb  # MySQL 8 has no max_statement_time
+    timeout = getattr(connection, "mysql_is_mariadb", False)  # MySQL 8 has no max_statement_time
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(sql.MARIADB_SNAPSHOT)
