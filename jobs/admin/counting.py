@@ -86,7 +86,7 @@ def _estimate(status: str) -> int:
     if connection.vendor == "mysql":
         rows = _explained_rows(sql.MARIADB_ESTIMATE_STATUS_ROWS, [status])
         total = _explained_rows(sql.MARIADB_ESTIMATE_TABLE_ROWS, [])
-        if rows * 2 >= total:  # InnoDB's cap on a range's estimate: count the others instead
+        if rows * 2 + 1 >= total:  # InnoDB's cap (half the table, rounded down): count the others
             others = _explained_rows(sql.MARIADB_ESTIMATE_OTHER_STATUS_ROWS, [status])
             rows = max(rows, total - others)
         return rows
