@@ -18,7 +18,7 @@ import psycopg
 from django.db import connection, transaction
 
 import jobs
-from bench.lib.fill import history
+from bench.lib.fill import analyze, history, wipe
 from bench.lib.processes import Pool, cpu_seconds, rss_kib
 from bench.lib.project import ROOT
 from bench.lib.waiting import wait_until
@@ -38,17 +38,8 @@ def on_mariadb() -> bool:
 
 
 def reset() -> None:
-    with connection.cursor() as cursor:
-        if on_mariadb():
-            cursor.execute("SET FOREIGN_KEY_CHECKS = 0")
-            for table in TABLES:
-                cursor.execute(f"TRUNCATE {table}")
-            cursor.execute("SET FOREIGN_KEY_CHECKS = 1")
-            cursor.execute("ANALYZE TABLE jobs_job")
-            cursor.fetchall()
-            return
-        cursor.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
-        cursor.execute("VACUUM ANALYZE jobs_job")
+    wipe(TABLES)
+    analyze(["jobs_job"])
 
 
 def server_version() -> str:
