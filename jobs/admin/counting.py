@@ -143,13 +143,18 @@ class BoundedPaginator(Paginator):
     def count(self) -> int:
         bottom = (self.page_number - 1) * self.per_page
         if bottom > EXACT_UP_TO:  # past the last page that can be paged to: don't read it
-            return self.queryset.order_by()[: EXACT_UP_TO + 1].count()
+            return self._bounded_count()
         window = list(self.queryset[bottom : bottom + self.per_page + 1])
         if len(window) <= self.per_page and (window or bottom == 0):
             self.page_rows = window  # the last page: nothing follows it
             return bottom + len(window)
         self.page_rows = window[: self.per_page] if window else None
-        return self.queryset.order_by()[: EXACT_UP_TO + 1].count()
+        return self._bounded_count()
+
+    def _bounded_count(self) -> int:
+        # Only the primary key: the list's annotations (its records, read from the payload)
+        # would otherwise be computed for every row counted (MariaDB does: 1.4 s at 10,000).
+        return self.queryset.order_by().values("pk")[: EXACT_UP_TO + 1].count()
 
     def page(self, number: int | str) -> Page[Any]:
         valid = self.validate_number(number)
