@@ -3,12 +3,16 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/jobplatform
+MARIADB_DSN ?= mysql://root@127.0.0.1:3306/jobplatform
+# The suite's second pass, on MariaDB: the engine, its workers and the domains that run on
+# it (the browser, deployment and model-provider tests do not depend on the database).
+MARIADB_TESTS ?= tests/unit tests/integration tests/acceptance tests/pipeline tests/tasks_backend tests/workspaces
 
 # Django 6.1 needs Python 3.12 or newer: the first one found wins.
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
 	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
 
-.PHONY: demo test test-fast venv venv-dev postgres chromium pgbouncer lint typecheck deploy-lint format bench clean
+.PHONY: demo test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench clean
 
 # Production requirements only (what `make demo` needs).
 $(VENV)/.installed: requirements.txt
@@ -23,12 +27,24 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@touch $@
 
+# The MariaDB driver (mysqlclient) compiles against the MariaDB client library, which
+# scripts/ensure-mariadb.sh installs with the server when missing.
+$(VENV)/.installed-mariadb: $(VENV)/.installed requirements-mariadb.txt
+	@scripts/ensure-mariadb.sh
+	$(PY) -m pip install --quiet -r requirements-mariadb.txt
+	@touch $@
+
 venv: $(VENV)/.installed
+
+venv-mariadb: $(VENV)/.installed-mariadb
 
 venv-dev: $(VENV)/.installed-dev
 
 postgres:
 	@scripts/ensure-postgres.sh
+
+mariadb:
+	@scripts/ensure-mariadb.sh
 
 # Debian's chromium for the browser tests. Without it they are skipped on a developer's
 # machine; in CI (CI=true) they are the only check of the live refresh, so there a failed
@@ -56,9 +72,14 @@ demo: venv
 	DEBUG=true $(PY) manage.py demo_workspace
 	DEBUG=true $(PY) manage.py demo_connections
 
-test: venv-dev postgres chromium pgbouncer
+# The whole suite on PostgreSQL, then the database-bound part of it again on MariaDB.
+test: venv-dev venv-mariadb postgres mariadb chromium pgbouncer
 	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0
 	DATABASE_URL=$(PG_DSN) TEST_RESTART_POSTGRES=1 $(PY) -m pytest $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-mariadb
+
+test-mariadb: venv-dev venv-mariadb mariadb
+	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest $(MARIADB_TESTS) $(PYTEST_ARGS)
 
 # Everything not marked slow (no worker processes, no browser), spread over the cores.
 test-fast: venv-dev postgres

@@ -12,7 +12,8 @@
 Every figure is the median of --runs runs (default 3) with min–max. Workers run with
 LOG_LEVEL=WARNING, the README's recommendation for throughput (one log line per job start
 and end costs more than a no-op job). Uses the database in DATABASE_URL (default
-``jp_bench``, created if missing) and wipes its job tables. The measurements are in
+``jp_bench``, created if missing), or the one given with --database (MariaDB too:
+``--database mysql://root@127.0.0.1:3306/jp_bench``), and wipes its job tables. The measurements are in
 ``bench.lib.engine``; each says there what it measures and how.
 """
 
@@ -23,11 +24,14 @@ import os
 import statistics
 
 from bench.lib import project
+from bench.lib.mariadb import ensure_mariadb_database
 from bench.lib.postgres import ensure_database
 from bench.lib.stats import percentile, summary
 
 PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery", "plan"]
 DEFAULT_PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery"]
+# On MariaDB (--database mysql://…): the drain, wake-up and enqueue figures, and the claim's plan.
+MARIADB_PARTS = ["enqueue", "bulk", "drain", "latency", "plan"]
 
 
 def main() -> None:
@@ -43,10 +47,19 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=PARTS)
     parser.add_argument("--scale", action="store_true", help="also drain with 1M finished + 100k queued rows")
     parser.add_argument("--memory", action="store_true", help="also run 100,000 jobs through one worker")
+    parser.add_argument(
+        "--database",
+        help="the database URL to measure (postgres://… or mysql://… for MariaDB); its job tables are wiped",
+    )
     args = parser.parse_args()
-    wanted = set(args.only or DEFAULT_PARTS)
+    if args.database:
+        os.environ["DATABASE_URL"] = args.database
+    mariadb = os.environ.get("DATABASE_URL", "").startswith("mysql")
+    wanted = set(args.only or (MARIADB_PARTS if mariadb else DEFAULT_PARTS))
 
-    if "DATABASE_URL" not in os.environ:
+    if mariadb:
+        ensure_mariadb_database(os.environ["DATABASE_URL"])
+    elif "DATABASE_URL" not in os.environ:
         ensure_database("jp_bench")
     project.setup("jp_bench")
     from django.core.management import call_command
@@ -54,15 +67,16 @@ def main() -> None:
     from bench.lib import engine, fill  # both need Django set up
 
     call_command("migrate", verbosity=0)
-    print(
-        f"PostgreSQL: {engine.scalar('SHOW server_version')}; {os.cpu_count()} cores; {args.workers} workers"
-    )
+    print(f"{engine.server_version()}; {os.cpu_count()} cores; {args.workers} workers")
 
     if "enqueue" in wanted:
-        floor = [engine.commit_floor(2000) for _ in range(args.runs)]
-        print(
-            "bare INSERT+COMMIT:   " + summary(floor, "jobs/s") + "  (psycopg, 1 producer: the flush floor)"
-        )
+        if not mariadb:
+            floor = [engine.commit_floor(2000) for _ in range(args.runs)]
+            print(
+                "bare INSERT+COMMIT:   "
+                + summary(floor, "jobs/s")
+                + "  (psycopg, 1 producer: the flush floor)"
+            )
         for producers, atomic in ((1, False), (1, True), (4, False)):
             rates = [engine.enqueue_one_by_one(2000 * producers, producers, atomic) for _ in range(args.runs)]
             how = "in atomic()" if atomic else "autocommit"
@@ -99,9 +113,14 @@ def main() -> None:
         print("  atomic jobs written twice: " + summary([atomic for _, atomic, _ in runs], "jobs"))
         print("  atomic jobs a kill cut off (run again): " + summary([cut for _, _, cut in runs], "jobs"))
     if "latency" in wanted:
-        runs = [engine.wake_up(200, 0.02) for _ in range(args.runs)]
-        print("idle wake-up p50:     " + summary([percentile(run, 0.5) for run in runs], "ms", 2))
-        print("idle wake-up p95:     " + summary([percentile(run, 0.95) for run in runs], "ms", 2))
+        # PostgreSQL's idle workers wake on NOTIFY; MariaDB's poll, so there the figure is
+        # the poll interval's: the default (JOBS_POLL_INTERVAL, 1 s) and a tenth of it.
+        for poll in (1.0, 0.1) if mariadb else (None,):
+            how = f"  (polling every {poll:g} s)" if poll else ""
+            runs = [engine.wake_up(200 if poll != 1.0 else 40, 0.02 if not poll else 0.15, poll_interval=poll)
+                    for _ in range(args.runs)]  # fmt: skip
+            print("idle wake-up p50:     " + summary([percentile(run, 0.5) for run in runs], "ms", 2) + how)
+            print("idle wake-up p95:     " + summary([percentile(run, 0.95) for run in runs], "ms", 2) + how)
     if "idle" in wanted:
         print("idle worker CPU:      " + summary([engine.idle_cpu(10.0)], "% of a core", 2))
     if "fairness" in wanted:

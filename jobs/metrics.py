@@ -38,7 +38,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Min
 from django.utils import timezone
 
-from jobs import registry
+from jobs import registry, sql
 from jobs.models import Job, Status, Worker
 
 logger = logging.getLogger("jobs.metrics")
@@ -211,14 +211,18 @@ def measure(now: datetime | None = None, *, failures: bool = True) -> Figures:
 
 @contextmanager
 def _snapshot() -> Iterator[None]:
-    """One read-only REPEATABLE READ transaction with a statement timeout, on PostgreSQL.
+    """One read-only REPEATABLE READ transaction with a statement timeout.
 
     One snapshot, so a job that moves from queued to running between two statements is
     counted once, not twice or never. Only when this opens the transaction: inside a
     caller's transaction the isolation level is fixed, and a timeout would outlive us.
     """
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    if connection.in_atomic_block or connection.vendor not in ("postgresql", "mysql"):
         yield
+        return
+    if connection.vendor == "mysql":
+        with _mariadb_snapshot():
+            yield
         return
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -226,6 +230,25 @@ def _snapshot() -> Iterator[None]:
             # set_config(..., true) is SET LOCAL: it ends with this transaction.
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(STATEMENT_TIMEOUT_MS)])
         yield
+
+
+@contextmanager
+def _mariadb_snapshot() -> Iterator[None]:
+    """``_snapshot`` on MariaDB: the isolation level is set for the transaction about to
+    start, and the timeout (a session variable; MariaDB has no transaction-local one) is
+    put back as it was when the transaction ends."""
+    timeout = getattr(connection, "mysql_is_mariadb", False)  # MySQL 8 has no max_statement_time
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(sql.MARIADB_SNAPSHOT)
+            if timeout:
+                cursor.execute(sql.MARIADB_SWAP_STATEMENT_TIME, [STATEMENT_TIMEOUT_MS / 1000])
+        try:
+            yield
+        finally:
+            if timeout:
+                with connection.cursor() as cursor:
+                    cursor.execute(sql.MARIADB_RESTORE_STATEMENT_TIME)
 
 
 def metric_data(figures: Figures) -> list[dict[str, Any]]:

@@ -123,9 +123,9 @@ class _StepLocks:
     def _hold_named_lock(self, name: str) -> Iterator[bool]:
         """MariaDB and MySQL: GET_LOCK on a session of its own, released after the step."""
         session = self._open()
-        lock_name = f"jobs.timer:{zlib.crc32(name.encode())}"
+        key = zlib.crc32(name.encode())  # named with the database, see sql.MARIADB_TRY_LOCK_TIMER_STEP
         with session.cursor() as cursor:
-            cursor.execute(sql.MARIADB_TRY_LOCK_TIMER_STEP, [lock_name])
+            cursor.execute(sql.MARIADB_TRY_LOCK_TIMER_STEP, [key])
             row = cursor.fetchone()
         held = bool(row and row[0] == 1)
         try:
@@ -133,7 +133,7 @@ class _StepLocks:
         finally:
             if held:
                 with session.cursor() as cursor:
-                    cursor.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [lock_name])
+                    cursor.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [key])
 
     def _open(self) -> BaseDatabaseWrapper:
         if self._session is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.functions import Now
 
 

@@ -18,7 +18,7 @@ import psycopg
 from django.db import connection, transaction
 
 import jobs
-from bench.lib.fill import history
+from bench.lib.fill import analyze, history, wipe
 from bench.lib.processes import Pool, cpu_seconds, rss_kib
 from bench.lib.project import ROOT
 from bench.lib.waiting import wait_until
@@ -30,12 +30,22 @@ WRITE = "test.write"  # inserts one row (committed on its own, then acknowledged
 WRITE_ATOMIC = "test.write_atomic"  # inserts one row in a transaction with its completion
 
 
+TABLES = ("jobs_job", "jobs_attempt", "jobs_worker", "testjobs_execution")
+
+
+def on_mariadb() -> bool:
+    return connection.vendor == "mysql"
+
+
 def reset() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "TRUNCATE jobs_job, jobs_attempt, jobs_worker, testjobs_execution RESTART IDENTITY CASCADE"
-        )
-        cursor.execute("VACUUM ANALYZE jobs_job")
+    wipe(TABLES)
+    analyze(["jobs_job"])
+
+
+def server_version() -> str:
+    if on_mariadb():
+        return f"MariaDB {scalar('SELECT VERSION()')}"
+    return f"PostgreSQL {scalar('SHOW server_version')}"
 
 
 def scalar(query: str, params: list | None = None):
@@ -45,7 +55,10 @@ def scalar(query: str, params: list | None = None):
 
 
 def listeners() -> int:
-    """Sessions of this database in LISTEN: one per running worker."""
+    """Sessions of this database in LISTEN: one per running worker. MariaDB's workers poll:
+    there, the workers registered and not stopped."""
+    if on_mariadb():
+        return scalar("SELECT count(*) FROM jobs_worker WHERE stopped_at IS NULL")
     return scalar(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %%'"
     )
@@ -201,18 +214,23 @@ def _stamps(path: str) -> list[float]:
 
 
 def wake_up(
-    samples: int, gap: float, type_name: str = "test.stamp", through_tasks: bool = False
+    samples: int,
+    gap: float,
+    type_name: str = "test.stamp",
+    through_tasks: bool = False,
+    poll_interval: float | None = None,
 ) -> list[float]:
     """Milliseconds from the enqueue call to the job's start, one idle worker.
 
     ``through_tasks``: the stamp is a django.tasks task on our backend (``Task.enqueue``).
+    ``poll_interval``: the worker's ``--poll-interval`` (what wakes it on MariaDB).
     """
     from bench.peers.task_functions import stamp_task
 
     reset()
     with tempfile.NamedTemporaryFile("w", suffix=".stamps", delete=False) as handle:
         path = handle.name
-    pool = Workers(1)
+    pool = Workers(1, *(("--poll-interval", str(poll_interval)) if poll_interval else ()))
     try:
         for _ in range(samples):
             if through_tasks:
@@ -303,7 +321,16 @@ def recovery(total: int, workers: int, outage: float = 1.0) -> float:
 
 
 def claim_plan() -> str:
+    """How the claim of a lane serving several queues reads its rows."""
+    from jobs import sql
+
     with connection.cursor() as cursor:
+        if on_mariadb():
+            # MariaDB's ANALYZE runs the statement and reports the rows each step read.
+            statement = sql.MARIADB_CLAIM_QUEUES.format(queues="%s, %s")
+            cursor.execute(f"ANALYZE {statement}", ["ai", "default", 32])
+            names = [column[0] for column in cursor.description]
+            return "\n".join(", ".join(f"{n}={v}" for n, v in zip(names, row, strict=True)) for row in cursor)
         cursor.execute(
             "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "
             "SELECT id FROM jobs_job WHERE status = 'queued' AND queue = ANY(%s) AND run_at <= now() "

@@ -4,13 +4,34 @@ system would have them. Needs Django set up first (``bench.lib.project.setup``).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from django.db import connection
+
+# MariaDB: the same rows from its SEQUENCE engine's seq_1_to_N tables.
+MARIADB_HISTORY = """
+INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
+                      progress_message, error, message, earlier_attempts, created_at,
+                      started_at, finished_at)
+SELECT 'test.noop', 'default', 0, {status}, '{{}}', NOW(6) + INTERVAL {shift}, {attempts}, 3,
+       '', '', '', 0, NOW(6) - INTERVAL 1 HOUR, {finished_at}, {finished_at}
+  FROM seq_1_to_{count}
+"""
 
 
 def history(finished: int, queued: int) -> None:
     """``finished`` succeeded jobs and ``queued`` future-dated jobs (not claimable now)."""
     with connection.cursor() as cursor:
+        if connection.vendor == "mysql":
+            for count, fields in (
+                (finished, {"status": "'succeeded'", "shift": "-1 HOUR", "attempts": 1,
+                            "finished_at": "NOW(6) - INTERVAL 1 HOUR"}),
+                (queued, {"status": "'queued'", "shift": "1 DAY", "attempts": 0, "finished_at": "NULL"}),
+            ):  # fmt: skip
+                if count:
+                    cursor.execute(MARIADB_HISTORY.format(count=int(count), **fields))
+            analyze(["jobs_job"])
+            return
         cursor.execute(
             """
             INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
@@ -30,7 +51,7 @@ def history(finished: int, queued: int) -> None:
             """,
             [queued],
         )
-        cursor.execute("VACUUM ANALYZE jobs_job")
+        analyze(["jobs_job"])
         # Flush the fill's WAL now, so the checkpoint it would trigger does not land in the
         # middle of the measured drain.
         cursor.execute("CHECKPOINT")
@@ -52,64 +73,133 @@ TYPES = [
     ("email.process", "mail"),
 ]
 
-# One statement: row g is job g. The newest 300 are active (20 running, 280 queued, a third
-# of those waiting for a retry); of the rest 1 % failed, 0.4 % cancelled, all else succeeded.
+
+# One statement for both databases: row g is job g. The newest 300 are active (20 running,
+# 280 queued, a third of those waiting for a retry); of the rest 1 % failed, 0.4 % cancelled,
+# all else succeeded. Job g was created (n - g) × 100 ms ago and, when it ran, started a
+# second later and took (g mod 50) × 100 ms. The fields in braces are the SQL that differs
+# between PostgreSQL and MariaDB (``_dialect``): the integers 1 to n, the payload
+# {"object_id": g}, and each moment as "so many milliseconds before now".
 ADMIN_MIX = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, attempts,
                       max_attempts, created_at, started_at, finished_at, heartbeat_at,
                       locked_by, progress, progress_message, error, message)
-SELECT t.type, t.queue, 0, s.status,
-       jsonb_build_object('object_id', g),
-       CASE WHEN t.type = 'email.process' THEN 'email:' || g END,
-       CASE WHEN s.status = 'queued' AND g %% 3 = 0 THEN now() + interval '2 minutes'
-            ELSE created END,
-       CASE s.status WHEN 'failed' THEN 3 WHEN 'succeeded' THEN 1 WHEN 'running' THEN 1
-                     WHEN 'queued' THEN (g %% 3 = 0)::int ELSE 0 END,
-       3, created,
-       CASE WHEN s.status IN ('succeeded', 'failed', 'running') THEN created + interval '1 second' END,
-       CASE WHEN s.status IN ('succeeded', 'failed') THEN created + interval '1 second' + (g %% 50) * interval '100 ms'
-            WHEN s.status = 'cancelled' THEN created + interval '5 seconds' END,
-       CASE WHEN s.status = 'running' THEN now() END,
-       CASE WHEN s.status IN ('succeeded', 'failed', 'running') THEN 'bench-host:' || (g %% 4) END,
-       CASE WHEN s.status = 'running' THEN g %% 100 WHEN s.status = 'succeeded' THEN 100 END,
-       CASE WHEN s.status = 'running' THEN 'step ' || (g %% 10) || ' of 10' ELSE '' END,
-       CASE WHEN s.status = 'failed' OR (s.status = 'queued' AND g %% 3 = 0)
+SELECT type, queue, 0, status, {payload},
+       CASE WHEN type = 'email.process' THEN CONCAT('email:', g) END,
+       CASE WHEN status = 'queued' AND g %% 3 = 0 THEN {in_two_minutes} ELSE {created} END,
+       CASE status WHEN 'failed' THEN 3 WHEN 'succeeded' THEN 1 WHEN 'running' THEN 1
+                   WHEN 'queued' THEN CASE WHEN g %% 3 = 0 THEN 1 ELSE 0 END ELSE 0 END,
+       3, {created},
+       CASE WHEN status IN ('succeeded', 'failed', 'running') THEN {started} END,
+       CASE WHEN status IN ('succeeded', 'failed') THEN {finished}
+            WHEN status = 'cancelled' THEN {cancelled} END,
+       CASE WHEN status = 'running' THEN {now} END,
+       CASE WHEN status IN ('succeeded', 'failed', 'running') THEN CONCAT('bench-host:', g %% 4) END,
+       CASE WHEN status = 'running' THEN g %% 100 WHEN status = 'succeeded' THEN 100 END,
+       CASE WHEN status = 'running' THEN CONCAT('step ', g %% 10, ' of 10') ELSE '' END,
+       CASE WHEN status = 'failed' OR (status = 'queued' AND g %% 3 = 0)
             THEN 'ConnectionError: upstream timed out' ELSE '' END,
-       CASE WHEN s.status = 'cancelled' THEN 'Cancelled.' ELSE '' END
-  FROM generate_series(1, %(n)s) AS g
- CROSS JOIN LATERAL (SELECT now() - (%(n)s - g) * interval '100 ms' AS created) AS c
- CROSS JOIN LATERAL (
-        SELECT CASE WHEN g > %(n)s - 280 THEN 'queued'
+       CASE WHEN status = 'cancelled' THEN 'Cancelled.' ELSE '' END
+  FROM (SELECT g, {types} AS type, {queues} AS queue,
+               CASE WHEN g > %(n)s - 280 THEN 'queued'
                     WHEN g > %(n)s - 300 THEN 'running'
                     WHEN g %% 100 = 7 THEN 'failed'
                     WHEN g %% 250 = 11 THEN 'cancelled'
-                    ELSE 'succeeded' END AS status) AS s
- CROSS JOIN LATERAL (SELECT (ARRAY[{types}])[1 + g %% {count}] AS type,
-                            (ARRAY[{queues}])[1 + g %% {count}] AS queue) AS t
+                    ELSE 'succeeded' END AS status
+          FROM {numbers}) AS job
 """
 
+# The failed tries of those jobs: one per attempt of a failed job or of one queued for a
+# retry (attempt a of 1 to 3, joined from a table of three integers).
 ADMIN_MIX_ATTEMPTS = """
 INSERT INTO jobs_attempt (job_id, type, attempt, worker, started_at, failed_at, error_class,
                           error, traceback, outcome)
-SELECT id, type, a, coalesce(locked_by, 'bench-host:0'), started_at, coalesce(finished_at, now()), 'ConnectionError',
-       'upstream timed out', 'Traceback (most recent call last):\n  File "x.py", line 1\nConnectionError',
+SELECT id, type, a, COALESCE(locked_by, 'bench-host:0'), started_at, COALESCE(finished_at, {now}),
+       'ConnectionError', 'upstream timed out',
+       'Traceback (most recent call last):\n  File "x.py", line 1\nConnectionError',
        CASE WHEN a = attempts AND status = 'failed' THEN 'failed' ELSE 'queued' END
-  FROM jobs_job CROSS JOIN LATERAL generate_series(1, attempts) AS a
+  FROM jobs_job JOIN {tries} ON a <= attempts
  WHERE status = 'failed' OR (status = 'queued' AND attempts > 0)
 """
+
+# What ADMIN_MIX needs of each database: the integers 1 to n as a table of one column (a
+# set-returning function; MariaDB's SEQUENCE engine's virtual table seq_1_to_N), a moment
+# so many milliseconds before the statement's now, and a JSON object.
+DIALECTS = {
+    "postgresql": {
+        "numbers": "generate_series(1, {n}) AS numbers({column})",
+        "ago": "now() - ({ms}) * interval '1 ms'",
+        "payload": "jsonb_build_object('object_id', g)",
+    },
+    "mysql": {
+        "numbers": "(SELECT seq AS {column} FROM seq_1_to_{n}) AS numbers",
+        "ago": "NOW(6) - INTERVAL (({ms}) * 1000) MICROSECOND",
+        "payload": "JSON_OBJECT('object_id', g)",
+    },
+}
+
+
+def _dialect(n: int) -> dict[str, str]:
+    """ADMIN_MIX's fields in braces for this connection's database."""
+    words = DIALECTS[connection.vendor]
+
+    def ago(ms: str) -> str:
+        return words["ago"].format(ms=ms)
+
+    def pick(column: int) -> str:  # the TYPES entry g mod len(TYPES), as a CASE
+        cases = " ".join(f"WHEN {i} THEN '{entry[column]}'" for i, entry in enumerate(TYPES))
+        return f"CASE g %% {len(TYPES)} {cases} END"
+
+    created = "(%(n)s - g) * 100"
+    return {
+        "numbers": words["numbers"].format(n=int(n), column="g"),
+        "tries": words["numbers"].format(n=3, column="a"),
+        "payload": words["payload"],
+        "types": pick(0),
+        "queues": pick(1),
+        "now": ago("0"),
+        "in_two_minutes": ago("-120000"),
+        "created": ago(created),
+        "started": ago(f"{created} - 1000"),
+        "finished": ago(f"{created} - 1000 - (g %% 50) * 100"),
+        "cancelled": ago(f"{created} - 5000"),
+    }
+
+
+def wipe(tables: Sequence[str]) -> None:
+    """Empty ``tables`` and restart their ids. MariaDB truncates one table at a time, and a
+    table another one's foreign key points to only with the checks off."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "mysql":
+            cursor.execute("SET FOREIGN_KEY_CHECKS = 0")
+            for table in tables:
+                cursor.execute(f"TRUNCATE {table}")
+            cursor.execute("SET FOREIGN_KEY_CHECKS = 1")
+        else:
+            cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+
+
+def analyze(tables: Sequence[str]) -> None:
+    """Statistics of ``tables`` as after a bulk load: PostgreSQL's autovacuum would run VACUUM
+    ANALYZE (the vacuum sets the visibility map, which index-only scans read), MariaDB's
+    InnoDB samples on its own (ANALYZE TABLE does it now)."""
+    with connection.cursor() as cursor:
+        for table in tables:
+            if connection.vendor == "mysql":
+                cursor.execute(f"ANALYZE TABLE {table}")
+                cursor.fetchall()  # it answers with a status row
+            else:
+                cursor.execute(f"VACUUM ANALYZE {table}")
 
 
 def admin_mix(n: int) -> float:
     """Replace the job tables with ``n`` jobs of the admin page's mix (see ADMIN_MIX), then
-    VACUUM ANALYZE as autovacuum would after such a load; returns the seconds it took."""
-    types = ", ".join(f"'{name}'" for name, _ in TYPES)
-    queues = ", ".join(f"'{queue}'" for _, queue in TYPES)
-    statement = ADMIN_MIX.format(types=types, queues=queues, count=len(TYPES))
+    analyse them as autovacuum would after such a load; returns the seconds it took."""
+    fields = _dialect(n)
     started = time.perf_counter()
+    wipe(["jobs_job", "jobs_attempt", "jobs_worker"])
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE jobs_job, jobs_attempt, jobs_worker RESTART IDENTITY CASCADE")
-        cursor.execute(statement, {"n": n})
-        cursor.execute(ADMIN_MIX_ATTEMPTS)
-        cursor.execute("VACUUM ANALYZE jobs_job")
-        cursor.execute("VACUUM ANALYZE jobs_attempt")
+        cursor.execute(ADMIN_MIX.format(**fields), {"n": n})
+        cursor.execute(ADMIN_MIX_ATTEMPTS.format(**fields))
+    analyze(["jobs_job", "jobs_attempt"])
     return time.perf_counter() - started

@@ -54,8 +54,8 @@ class StatusCount:
         if self.exact:
             return f"Counted exactly: {self.count:,} {self.status} jobs (exact up to {EXACT_UP_TO:,})."
         return (
-            f"More than {EXACT_UP_TO:,} {self.status} jobs: the figure is PostgreSQL's estimate "
-            "from its table statistics, not a count."
+            f"More than {EXACT_UP_TO:,} {self.status} jobs: the figure is the database's estimate "
+            "from its statistics, not a count."
         )
 
 
@@ -84,11 +84,12 @@ def _estimate(status: str) -> int:
     """The planner's row estimate for one status (from pg_statistic on PostgreSQL, from an
     index dive on MariaDB), or 0 elsewhere."""
     if connection.vendor == "mysql":
-        with connection.cursor() as cursor:
-            cursor.execute(sql.MARIADB_ESTIMATE_STATUS_ROWS, [status])
-            names = [column[0] for column in cursor.description]
-            found = cursor.fetchone()
-        return int(found[names.index("rows")] or 0) if found else 0
+        rows = _explained_rows(sql.MARIADB_ESTIMATE_STATUS_ROWS, [status])
+        total = _explained_rows(sql.MARIADB_ESTIMATE_TABLE_ROWS, [])
+        if rows * 2 + 1 >= total:  # InnoDB's cap (half the table, rounded down): count the others
+            others = _explained_rows(sql.MARIADB_ESTIMATE_OTHER_STATUS_ROWS, [status])
+            rows = max(rows, total - others)
+        return rows
     if connection.vendor != "postgresql":
         return 0
     with connection.cursor() as cursor:
@@ -100,6 +101,15 @@ def _estimate(status: str) -> int:
     if isinstance(plan, str):
         plan = json.loads(plan)
     return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def _explained_rows(statement: str, params: list[str]) -> int:
+    """The ``rows`` column of MariaDB's EXPLAIN of a one-table statement."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        names = [column[0] for column in cursor.description]
+        found = cursor.fetchone()
+    return int(found[names.index("rows")] or 0) if found else 0
 
 
 @dataclass(frozen=True)
@@ -133,13 +143,18 @@ class BoundedPaginator(Paginator):
     def count(self) -> int:
         bottom = (self.page_number - 1) * self.per_page
         if bottom > EXACT_UP_TO:  # past the last page that can be paged to: don't read it
-            return self.queryset.order_by()[: EXACT_UP_TO + 1].count()
+            return self._bounded_count()
         window = list(self.queryset[bottom : bottom + self.per_page + 1])
         if len(window) <= self.per_page and (window or bottom == 0):
             self.page_rows = window  # the last page: nothing follows it
             return bottom + len(window)
         self.page_rows = window[: self.per_page] if window else None
-        return self.queryset.order_by()[: EXACT_UP_TO + 1].count()
+        return self._bounded_count()
+
+    def _bounded_count(self) -> int:
+        # Only the primary key: the list's annotations (its records, read from the payload)
+        # would otherwise be computed for every row counted (MariaDB does: 1.4 s at 10,000).
+        return self.queryset.order_by().values("pk")[: EXACT_UP_TO + 1].count()
 
     def page(self, number: int | str) -> Page[Any]:
         valid = self.validate_number(number)

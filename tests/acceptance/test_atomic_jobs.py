@@ -36,8 +36,23 @@ def _held(marker: Path) -> dict:
 
 def _session(backend: int) -> tuple[str, bool] | None:
     """A database session's state and whether it holds a transaction that wrote; None once
-    the session is gone."""
+    the session is gone. PostgreSQL's names for the states; on MariaDB the process list and
+    InnoDB's open transactions say the same."""
     with connection.cursor() as cursor:
+        if connection.vendor == "mysql":
+            cursor.execute(
+                "SELECT p.COMMAND, t.trx_id IS NOT NULL, COALESCE(t.trx_rows_modified, 0) > 0"
+                "  FROM information_schema.PROCESSLIST AS p"
+                "  LEFT JOIN information_schema.INNODB_TRX AS t ON t.trx_mysql_thread_id = p.ID"
+                " WHERE p.ID = %s",
+                [backend],
+            )
+            found = cursor.fetchone()
+            if found is None:
+                return None
+            command, in_transaction, wrote = found
+            idle = "idle in transaction" if in_transaction else "idle"
+            return (idle if command == "Sleep" else "active", bool(wrote))
         cursor.execute(
             "SELECT state, backend_xid IS NOT NULL FROM pg_stat_activity WHERE pid = %s", [backend]
         )

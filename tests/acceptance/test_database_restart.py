@@ -24,7 +24,11 @@ from jobs.models import Job, Status
 from tests.jobs_app.models import Execution
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.postgres_only("restarts the PostgreSQL cluster"),
+]
 
 
 def _cluster_version() -> str | None:

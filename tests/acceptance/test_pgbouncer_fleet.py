@@ -31,6 +31,7 @@ from tests.support.workers import wait_log, wait_registered, worker_environment
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.slow,
+    pytest.mark.postgres_only("PgBouncer pools PostgreSQL connections"),
     pytest.mark.skipif(
         pgbouncer.executable() is None, reason="pgbouncer is not installed (make test installs it)"
     ),

@@ -22,6 +22,7 @@ from tests.support.workers import wait_log, wait_registered
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.postgres_only("LISTEN/NOTIFY; MariaDB's workers poll (see test_poll__an_idle_worker_finds_new_work)")
 def test_notify__wakes_an_idle_worker_whose_next_poll_is_an_hour_away(start_worker):
     start_worker("--concurrency", "1", "--poll-interval", "3600", "--name", "listener")
     wait_registered("listener")
@@ -31,6 +32,19 @@ def test_notify__wakes_an_idle_worker_whose_next_poll_is_an_hour_away(start_work
     # soon it starts is a figure of bench.throughput (idle wake-up), not asserted here.
     wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=60)
     for _ in range(3):
+        wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=60)
+
+
+def test_poll__an_idle_worker_finds_new_work(start_worker):
+    # MariaDB has no LISTEN/NOTIFY: idle workers poll. On PostgreSQL a worker behind a
+    # transaction pooler without a direct listening connection polls the same way.
+    worker = start_worker(
+        "--concurrency", "1", "--poll-interval", "0.2", "--name", "poller",
+        env={"DATABASE_POOL_MODE": "transaction"},
+    )  # fmt: skip
+    assert re.search(r"started: .*; polls", wait_log(worker, "started"))
+    wait_registered("poller")
+    for _ in range(3):  # each one enqueued while the worker idles between polls
         wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=60)
 
 

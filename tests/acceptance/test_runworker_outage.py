@@ -11,6 +11,7 @@ from django.conf import settings
 from jobs import store
 from jobs.models import JobAttempt, Status
 from tests.jobs_app.models import Execution
+from tests.support.database import database_url
 from tests.support.job_states import wait_status
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_file
@@ -34,8 +35,7 @@ def proxy() -> Iterator[TcpProxy]:
 def test_outage__worker_back_first_leaves_the_running_jobs_of_workers_still_reconnecting(
     proxy: TcpProxy, start_worker, tmp_path
 ):
-    db = settings.DATABASES["default"]
-    through_proxy = f"postgres://{db['USER']}@127.0.0.1:{proxy.port}/{db['NAME']}"
+    through_proxy = database_url(port=proxy.port)
     marker = tmp_path / "started"
     job = store.enqueue("test.sleep", {"seconds": 14, "marker": str(marker)})
     cut_off = start_worker(

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import boto3
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 import jobs
@@ -16,6 +17,7 @@ from jobs import metrics
 from jobs.models import Job, Status, Worker
 from jobs.timers import run_timer, timers
 from tests.factories import JobFactory
+from tests.support.database import on_mariadb
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
@@ -254,14 +256,58 @@ def test_measure__counts_a_real_worker_for_the_queues_it_serves(start_worker):
     assert metrics.measure().live_workers == 0
 
 
-@pytest.mark.django_db(transaction=True)
-def test_measure__keeps_its_statement_timeout_to_its_own_transaction():
-    from django.db import connection
+def _statement_timeout() -> str:
+    """The session's statement timeout: PostgreSQL's statement_timeout, MariaDB's
+    max_statement_time (seconds)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@SESSION.max_statement_time" if on_mariadb() else "SHOW statement_timeout")
+        return str(cursor.fetchone()[0])
 
+
+def _isolation_level() -> str:
+    """The isolation level of the transaction under way (MariaDB: InnoDB's own record of it)."""
     with connection.cursor() as cursor:
-        cursor.execute("SHOW statement_timeout")
-        before = cursor.fetchone()[0]
+        if on_mariadb():
+            cursor.execute(
+                "SELECT trx_isolation_level FROM information_schema.INNODB_TRX"
+                " WHERE trx_mysql_thread_id = CONNECTION_ID()"
+            )
+        else:
+            cursor.execute("SHOW transaction_isolation")
+        return str(cursor.fetchone()[0]).replace("-", " ").lower()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_measure__keeps_its_statement_timeout_to_its_own_transaction(monkeypatch):
+    before = _statement_timeout()
+    seen = {}
+    live_worker_queues = metrics.live_worker_queues
+
+    def look(*args, **kwargs):  # the last read of the measurement, inside its transaction
+        seen["timeout"] = _statement_timeout()
+        seen["in a transaction"] = connection.in_atomic_block
+        return live_worker_queues(*args, **kwargs)
+
+    monkeypatch.setattr(metrics, "live_worker_queues", look)
     metrics.measure()
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW statement_timeout")
-        assert cursor.fetchone()[0] == before
+
+    assert seen == {"timeout": "5.0" if on_mariadb() else "5s", "in a transaction": True}
+    assert _statement_timeout() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_measure__reads_one_snapshot(monkeypatch):
+    """Its statements read one REPEATABLE READ snapshot: a job claimed between them is not
+    seen twice (due, then running)."""
+    _backlog()
+    live_worker_queues = metrics.live_worker_queues
+    seen = {}
+
+    def look(*args, **kwargs):
+        seen["isolation"] = _isolation_level()
+        return live_worker_queues(*args, **kwargs)
+
+    monkeypatch.setattr(metrics, "live_worker_queues", look)
+    metrics.measure()
+
+    assert seen == {"isolation": "repeatable read"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections, transaction
@@ -20,7 +19,7 @@ import jobs
 from jobs import store
 from jobs.models import Job, Status
 from tests.jobs_app.tasks import keyed
-from tests.support.database import raw_connection
+from tests.support.database import lock_waiters, raw_connection
 from tests.support.job_states import claim_one
 from tests.support.waiting import wait_for
 
@@ -194,12 +193,6 @@ def _in_thread(target: Callable[[], None]) -> threading.Thread:
     return thread
 
 
-def _lock_waiters(observer: psycopg.Connection) -> int:
-    return observer.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-    ).fetchone()[0]
-
-
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_cancel_if_queued__loses_to_a_claim_that_locked_the_row_first():
     """A worker claiming the job at the same moment: cancel waits for its row lock, then
@@ -211,7 +204,7 @@ def test_cancel_if_queued__loses_to_a_claim_that_locked_the_row_first():
         claimer.execute("SELECT id FROM jobs_job WHERE id = %s FOR UPDATE", [job.pk])
         claimer.execute("UPDATE jobs_job SET status = 'running', locked_by = 'w1' WHERE id = %s", [job.pk])
         thread = _in_thread(lambda: results.append(jobs.cancel_if_queued(KEYED, thing_id=7)))
-        wait_for(lambda: _lock_waiters(observer) >= 1, timeout=10, message="cancel to wait on the claim")
+        wait_for(lambda: lock_waiters(observer) >= 1, timeout=10, message="cancel to wait on the claim")
         claimer.commit()
         thread.join(10)
     finally:

@@ -1,8 +1,9 @@
-"""Claiming on real PostgreSQL: order, queues, due time, SKIP LOCKED between two sessions,
+"""Claiming on the real database (PostgreSQL or MariaDB): order, queues, due time, SKIP LOCKED between two sessions,
 and the plan the claim query gets with many finished jobs in the table."""
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import timedelta
 
@@ -13,6 +14,7 @@ from django.utils import timezone
 
 from jobs import sql, store
 from jobs.models import Job, Status
+from tests.support.database import on_mariadb
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -118,27 +120,72 @@ def test_claim__two_sessions_claiming_at_once_never_share_a_job():
     assert Job.objects.filter(status=Status.RUNNING, locked_by="other").count() == 4
 
 
-@pytest.mark.parametrize(
-    "statement, params",
-    [
-        (sql.CLAIM_ONE_QUEUE, {"queue": "default"}),
-        (sql.CLAIM_QUEUES, {"queues": ["default", "ai"]}),
-    ],
-    ids=["one-queue lane", "several-queue lane"],
-)
-def test_claim__plan_reads_a_partial_index_with_many_finished_jobs(statement, params):
+def _finished_jobs(count: int) -> None:
+    """``count`` succeeded jobs, written in one statement."""
+    numbers = f"seq_1_to_{count}" if on_mariadb() else f"generate_series(1, {count})"
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, created_at,
                                   finished_at, attempts, max_attempts, progress_message, error, message)
-            SELECT 'test.noop', 'default', 0, 'succeeded', '{}', now(), now(), now(), 1, 1, '', '', ''
-              FROM generate_series(1, 20000)
+            SELECT 'test.noop', 'default', 0, 'succeeded', '{{}}', now(), now(), now(), 1, 1, '', '', ''
+              FROM {numbers}
             """
         )
-        store.enqueue_many("test.noop", [{} for _ in range(5)])
+
+
+@pytest.mark.parametrize(
+    "queues", [["default"], ["default", "ai"]], ids=["one-queue lane", "several-queue lane"]
+)
+def test_claim__plan_reads_the_claim_index_with_many_finished_jobs(queues):
+    """20,000 finished jobs and 5 queued: the claim reads its index (``jobs_claim`` for one
+    queue, ``jobs_claim_any`` for several), never the table, and stops after its few rows."""
+    _finished_jobs(20_000)
+    store.enqueue_many("test.noop", [{} for _ in range(5)])
+    if on_mariadb():
+        _assert_mariadb_claim_plan(queues)
+        return
+    statement, params = (
+        (sql.CLAIM_ONE_QUEUE, {"queue": queues[0]})
+        if len(queues) == 1
+        else (sql.CLAIM_QUEUES, {"queues": queues})
+    )
+    with connection.cursor() as cursor:
         cursor.execute("ANALYZE jobs_job")
         cursor.execute("EXPLAIN " + statement, {"worker": "w1", "limit": 2, **params})
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using jobs_claim" in plan, plan
     assert "Seq Scan on jobs_job" not in plan, plan
+
+
+def _assert_mariadb_claim_plan(queues: list[str]) -> None:
+    """MariaDB's plan of the claim's locking read: the status-first claim index, read in the
+    claim's order (no filesort), with the queued rows' estimate, not the table's."""
+    if len(queues) == 1:
+        statement, index = sql.MARIADB_CLAIM_ONE_QUEUE, "jobs_claim"
+    else:
+        statement, index = (
+            sql.MARIADB_CLAIM_QUEUES.format(queues=", ".join(["%s"] * len(queues))),
+            "jobs_claim_any",
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE TABLE jobs_job")
+        cursor.fetchall()
+        cursor.execute("EXPLAIN FORMAT=JSON " + statement, [*queues, 2])
+        text = cursor.fetchone()[0]
+    plan = json.loads(text)
+    (table,) = _tables(plan)
+    assert table["key"] == index, text
+    assert table["access_type"] in ("ref", "range"), text
+    assert table["rows"] < 1_000, text  # the five queued rows' entries, not 20,000
+    assert "filesort" not in text, text
+
+
+def _tables(node: object) -> list[dict]:
+    """Every table access of an EXPLAIN FORMAT=JSON plan."""
+    if isinstance(node, dict):
+        found = [node["table"]] if isinstance(node.get("table"), dict) else []
+        return found + [table for value in node.values() for table in _tables(value)]
+    if isinstance(node, list):
+        return [table for value in node for table in _tables(value)]
+    return []

@@ -17,7 +17,7 @@ from jobs import sql, store
 from jobs.errors import InvalidPayload, UnknownJobType
 from jobs.models import Job, Priority, Status
 from tests.jobs_app.tasks import ai_work, noop
-from tests.support.database import raw_connection
+from tests.support.database import lock_waiters, raw_connection
 from tests.support.job_states import claim_one
 from tests.support.waiting import wait_for
 
@@ -129,14 +129,6 @@ def _in_thread(target: Callable[[], None]) -> threading.Thread:
     return thread
 
 
-def _lock_waiters() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0]
-
-
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_dedupe__concurrent_enqueues_with_one_key_give_one_job():
     """The second enqueue runs while the first one's transaction is still open: the
@@ -156,7 +148,7 @@ def test_dedupe__concurrent_enqueues_with_one_key_give_one_job():
             results["second"] = store.enqueue("test.noop", {"who": "second"}, dedupe_key="same").pk
 
     threads = [_in_thread(first), _in_thread(second)]
-    wait_for(lambda: _lock_waiters() >= 1, timeout=10, message="the second enqueue to wait on the first")
+    wait_for(lambda: lock_waiters() >= 1, timeout=10, message="the second enqueue to wait on the first")
     release.set()
     for thread in threads:
         thread.join(10)
@@ -243,6 +235,7 @@ def _received(listener: psycopg.Connection, timeout: float) -> list[str]:
     return [notice.payload for notice in listener.notifies(timeout=timeout, stop_after=1)]
 
 
+@pytest.mark.postgres_only("LISTEN/NOTIFY: MariaDB has none, its workers poll")
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_enqueue__notifies_the_queue_at_commit_and_never_after_a_rollback():
     listener = raw_connection()

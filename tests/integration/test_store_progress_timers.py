@@ -1,6 +1,6 @@
 """A handler's progress reaching the job row (the latest report at most once per interval,
-never dropped), and timers guarded by a PostgreSQL advisory lock so two runs at the same
-moment never do the same work."""
+never dropped), and timers guarded by a lock (PostgreSQL's advisory lock, MariaDB's named
+lock) so two runs at the same moment never do the same work."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from jobs import store, timers
+from jobs import sql, store, timers
 from jobs.context import JobContext
 from jobs.models import Job
 from jobs.worker.guard import DatabaseGuard
 from jobs.worker.progress import ProgressSlot, ProgressWriter
+from tests.support.database import on_mariadb, raw_connection
 from tests.support.job_states import claim_one, make_silent
 
 pytestmark = pytest.mark.django_db
@@ -140,14 +141,10 @@ def _broken_step() -> str:
 
 
 def _lock_holders_step() -> str:
-    """Records which sessions hold this step's advisory lock while it runs, and its own."""
-    key = _advisory_key(f"{__name__}._lock_holders_step")
+    """Records which sessions hold this step's lock while it runs, and its own."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT pid FROM pg_locks WHERE {_OUR_ADVISORY_LOCKS} AND objid = %s AND granted", [key]
-        )
-        lock_holders.extend(row[0] for row in cursor.fetchall())
-        cursor.execute("SELECT pg_backend_pid()")
+        lock_holders.extend(_step_lock_holders(cursor, f"{__name__}._lock_holders_step"))
+        cursor.execute("SELECT CONNECTION_ID()" if on_mariadb() else "SELECT pg_backend_pid()")
         lock_holders.append(-cursor.fetchone()[0])  # its own session, negated
     return "looked"
 
@@ -162,36 +159,86 @@ def test_timer() -> Iterator[str]:
     timers._steps.pop("test.timer", None)
 
 
+# A step's lock as another session takes it: PostgreSQL's advisory lock on the step's key,
+# MariaDB's named lock (GET_LOCK) named after this database and the step.
+
+
 def _advisory_key(step_name: str) -> int:
     return zlib.crc32(f"jobs.timer:{step_name}".encode())
 
 
+def _take_step_lock(session, step_name: str) -> bool:
+    """Without waiting, as ``jobs.timers`` does; held by the session until released."""
+    if on_mariadb():
+        return (
+            session.execute(sql.MARIADB_TRY_LOCK_TIMER_STEP, [zlib.crc32(step_name.encode())]).fetchone()[0]
+            == 1
+        )
+    return (
+        session.execute("SELECT pg_try_advisory_lock(%s)", [_advisory_key(step_name)]).fetchone()[0] is True
+    )
+
+
+def _release_step_lock(session, step_name: str) -> None:
+    if on_mariadb():
+        session.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [zlib.crc32(step_name.encode())])
+    else:
+        session.execute("SELECT pg_advisory_unlock(%s)", [_advisory_key(step_name)])
+
+
+def _step_lock_holders(cursor, step_name: str) -> list[int]:
+    """The sessions (ids) holding the step's lock."""
+    if on_mariadb():
+        cursor.execute(sql.MARIADB_TIMER_STEP_LOCK_HOLDER, [zlib.crc32(step_name.encode())])
+        return [row[0] for row in cursor.fetchall() if row[0] is not None]
+    cursor.execute(
+        f"SELECT pid FROM pg_locks WHERE {_OUR_ADVISORY_LOCKS} AND objid = %s AND granted",
+        [_advisory_key(step_name)],
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
-def test_run_timer__skips_a_step_whose_lock_another_session_holds(
-    test_timer: str, other_connection: psycopg.Connection
-):
+def test_run_timer__skips_a_step_whose_lock_another_session_holds(test_timer: str, other_connection):
     step = f"{__name__}._count_step"
-    other_connection.execute("SELECT pg_advisory_lock(%s)", [_advisory_key(step)])
+    assert _take_step_lock(other_connection, step)
 
     results = timers.run_timer(test_timer)
     assert results[step] == "skipped: already running elsewhere"
     assert calls == []
 
-    other_connection.execute("SELECT pg_advisory_unlock(%s)", [_advisory_key(step)])
+    _release_step_lock(other_connection, step)
     assert timers.run_timer(test_timer)[step] == "counted"
     assert calls == ["count"]
 
 
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
-def test_run_timer__releases_its_locks_so_another_session_can_run_next(
-    test_timer: str, other_connection: psycopg.Connection
-):
+def test_run_timer__releases_its_locks_so_another_session_can_run_next(test_timer: str, other_connection):
     timers.run_timer(test_timer)
+    assert _take_step_lock(other_connection, f"{__name__}._count_step")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_timer__a_step_locked_in_another_database_of_the_server_still_runs(test_timer: str):
+    """A step's lock belongs to its database (PostgreSQL's advisory locks are per database;
+    MariaDB's named locks are the server's, so the name carries the database): staging's
+    sweep on the same server does not make production's skip its steps."""
     step = f"{__name__}._count_step"
-    acquired = other_connection.execute("SELECT pg_try_advisory_lock(%s)", [_advisory_key(step)]).fetchone()[
-        0
-    ]
-    assert acquired is True
+    elsewhere = raw_connection()
+    try:
+        if on_mariadb():
+            elsewhere.execute("USE mysql")
+            assert _take_step_lock(elsewhere, step)
+        else:
+            elsewhere.close()
+            params = {**connection.get_connection_params(), "dbname": "postgres"}
+            for name in ("cursor_factory", "context", "prepare_threshold"):
+                params.pop(name, None)
+            elsewhere = psycopg.connect(**params, autocommit=True)
+            assert _take_step_lock(elsewhere, step)
+        assert timers.run_timer(test_timer)[step] == "counted"
+    finally:
+        elsewhere.close()
 
 
 def test_run_timer__a_failing_step_does_not_stop_the_others(test_timer: str):
@@ -218,22 +265,24 @@ def test_sweep_command__runs_the_reaper_and_pruning():
 
 
 @pytest.mark.django_db(transaction=True)  # the lock's session must see the step's database
-def test_run_timer__the_step_lock_lives_on_a_session_of_its_own_and_ends_with_the_step(
-    other_connection: psycopg.Connection,
-):
+def test_run_timer__the_step_lock_lives_on_a_session_of_its_own_and_ends_with_the_step(other_connection):
     """Behind a transaction pooler the step's own connection may run each statement in
     another server session: a lock taken there would stay behind, so the lock is held by a
-    transaction of a separate session while the step runs, and is gone when it returns."""
+    session of its own while the step runs, and is gone when it returns."""
     lock_holders.clear()
+    step = f"{__name__}._lock_holders_step"
     timers.periodic("test.locks", every=60)(_lock_holders_step)
     try:
-        assert timers.run_timer("test.locks") == {f"{__name__}._lock_holders_step": "looked"}
+        assert timers.run_timer("test.locks") == {step: "looked"}
     finally:
         timers._steps.pop("test.locks", None)
     *holders, own = lock_holders
     assert len(holders) == 1, "one session, and only one, held the step's lock while it ran"
     assert holders[0] != -own, "the step's own session held its lock"
-    left = other_connection.execute(f"SELECT count(*) FROM pg_locks WHERE {_OUR_ADVISORY_LOCKS}").fetchone()[
-        0
-    ]
-    assert left == 0
+    with connection.cursor() as cursor:
+        assert _step_lock_holders(cursor, step) == []
+    if not on_mariadb():  # and no advisory lock at all is left in this database
+        left = other_connection.execute(
+            f"SELECT count(*) FROM pg_locks WHERE {_OUR_ADVISORY_LOCKS}"
+        ).fetchone()[0]
+        assert left == 0

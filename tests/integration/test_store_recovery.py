@@ -281,7 +281,8 @@ def test_prune__deletes_only_old_finished_jobs_in_batches():
     with CaptureQueriesContext(connection) as queries:
         assert store.prune(timedelta(days=14), batch_size=4) == 10
     statements = [q["sql"] for q in queries]
-    deletes = [i for i, text in enumerate(statements) if text.startswith('DELETE FROM "jobs_job"')]
+    table = connection.ops.quote_name("jobs_job")
+    deletes = [i for i, text in enumerate(statements) if text.startswith(f"DELETE FROM {table}")]
     # One short transaction per batch of at most four ids: 4 + 4 + 2.
     assert [len(re.search(r"IN \((.*)\)", statements[i]).group(1).split(",")) for i in deletes] == [4, 4, 2]
     assert all(statements[i - 1] == "BEGIN" and statements[i + 1] == "COMMIT" for i in deletes)

@@ -181,7 +181,9 @@ def _write(
         time.sleep(sleep)
     if ctx.attempt in (hold_on or []):
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
+            cursor.execute(
+                "SELECT CONNECTION_ID()" if connection.vendor == "mysql" else "SELECT pg_backend_pid()"
+            )
             backend = cursor.fetchone()[0]
         Path(marker).write_text(json.dumps({"pid": os.getpid(), "backend": backend, "attempt": ctx.attempt}))
         _wait_for_gate(gate, longest=120.0)

@@ -80,7 +80,7 @@ def test_openai__a_429_is_rate_limited_with_the_services_retry_after(openai_mode
     with pytest.raises(language_models.ModelRateLimited, match="asked for 7s") as caught:
         language_models.complete(PROMPT)
     assert caught.value.retry_after == 7.0
-    # Until the engine can reschedule without using an attempt, a rate limit is retried.
+    # Also a retryable model error, so code that catches the family catches it.
     assert isinstance(caught.value, RetryableError)
     assert len(openai_model.received) == 1
 

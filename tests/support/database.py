@@ -3,6 +3,7 @@ connection (another worker, an operator's shell), and a cheaper flush between te
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,10 +18,12 @@ def on_mariadb() -> bool:
     return settings.DATABASES["default"]["ENGINE"].endswith("mysql")
 
 
-def database_url() -> str:
+def database_url(port: int | None = None) -> str:
+    """The test database's URL, for a subprocess; ``port``: through a proxy on this host."""
     db = settings.DATABASES["default"]
     scheme = "mysql" if on_mariadb() else "postgres"
-    return f"{scheme}://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    host = "127.0.0.1" if port else db["HOST"]
+    return f"{scheme}://{db['USER']}@{host}:{port or db['PORT']}/{db['NAME']}"
 
 
 class MariaDBSession:
@@ -98,3 +101,36 @@ def flush_by_delete(truncate: Callable[..., list[str]]) -> Callable[..., list[st
         return [f"DELETE FROM {ops.quote_name(table)}" for table in tables]
 
     return sql_flush
+
+
+# Sessions of the test database waiting for a lock another session holds (a row lock, a
+# unique index entry not yet committed). On MariaDB the transactions come from InnoDB's
+# monitor, written afresh at each call: information_schema.INNODB_TRX is a cache that is
+# refreshed only after 0.1 s without readers, which a poll every 50 ms never leaves it.
+_LOCK_WAITERS = (
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+)
+_MARIADB_SESSIONS = "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE()"
+
+
+def lock_waiters(observer: Any = None) -> int:
+    """How many sessions of the test database wait for a lock, seen from ``observer`` (a
+    ``raw_connection()``) or from Django's connection."""
+
+    def run(statement: str) -> list[tuple[Any, ...]]:
+        if observer is not None:
+            return list(observer.execute(statement).fetchall())
+        with connection.cursor() as cursor:
+            cursor.execute(statement)
+            return list(cursor.fetchall())
+
+    if not on_mariadb():
+        return run(_LOCK_WAITERS)[0][0]
+    ours = {row[0] for row in run(_MARIADB_SESSIONS)}
+    monitor = run("SHOW ENGINE INNODB STATUS")[0][2]
+    waiting = {
+        int(found.group(1))
+        for transaction in monitor.split("\n---TRANSACTION ")
+        if "\nLOCK WAIT " in transaction and (found := re.search(r"thread id (\d+)", transaction))
+    }
+    return len(waiting & ours)

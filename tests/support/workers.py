@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from jobs.models import Worker
-from tests.support.database import database_url
+from tests.support.database import database_url, on_mariadb
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
 
@@ -30,6 +30,8 @@ def worker_environment() -> dict[str, str]:
             "PYTHONUNBUFFERED": "1",
         }
     )
+    if on_mariadb():  # workers poll there: a short interval keeps every hand-off short
+        env["JOBS_POLL_INTERVAL"] = "0.1"
     return env
 
 

@@ -361,3 +361,21 @@ def test_check_deploy__a_production_like_environment_gets_no_warning(tmp_path):
     result = _manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **PRODUCTION_LIKE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_mariadb__a_mysql_url_selects_mysqlclient_with_utf8mb4_read_committed_and_utc(monkeypatch):
+    found = _settings(monkeypatch, DEBUG="true", DATABASE_URL="mysql://platform:pw@db.internal:3306/platform")
+    database = found["DATABASES"]["default"]  # type: ignore[index]
+    assert database["ENGINE"] == "django.db.backends.mysql"
+    options = database["OPTIONS"]
+    assert (options["charset"], options["collation"], options["isolation_level"]) == (
+        "utf8mb4",
+        "utf8mb4_unicode_ci",
+        "read committed",
+    )
+    assert "time_zone = '+00:00'" in options["init_command"]
+    assert "STRICT_TRANS_TABLES" in options["init_command"]
+    assert database["TEST"] == {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+    # Django's warnings about partial indexes are silenced only where migrations replace them.
+    assert "models.W037" in found["SILENCED_SYSTEM_CHECKS"]  # type: ignore[operator]
+    assert "models.W037" not in _settings(monkeypatch, DEBUG="true").get("SILENCED_SYSTEM_CHECKS", [])  # type: ignore[operator]
