@@ -14,6 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from jobs.timers import timers
+from tests.support.database import lock_waiters
 from tests.support.waiting import wait_for
 from workspaces.models import TrialReminder
 from workspaces.services import trials
@@ -69,27 +70,6 @@ def test_trial_sweep__a_failed_send_is_retried_by_the_next_sweep(monkeypatch):
     assert TrialReminder.objects.get().organization_id == org.pk
 
 
-# Sessions of this database waiting on a row lock: PostgreSQL's activity view; on MariaDB
-# InnoDB's transactions in LOCK WAIT, with the sessions they run in. InnoDB refreshes that
-# view only when nobody read it in the last 0.1 s: it is polled less often than that.
-WAITING_ON_A_LOCK = {
-    "postgresql": (
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-    ),
-    "mysql": (
-        "SELECT count(*) FROM information_schema.innodb_trx AS trx"
-        " JOIN information_schema.processlist AS session ON session.id = trx.trx_mysql_thread_id"
-        " WHERE trx.trx_state = 'LOCK WAIT' AND session.db = DATABASE()"
-    ),
-}
-
-
-def _sessions_waiting_on_a_lock() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(WAITING_ON_A_LOCK[connection.vendor])
-        return cursor.fetchone()[0]
-
-
 def test_trial_sweep__two_sweeps_at_once_send_one_email(monkeypatch):
     OrganizationFactory(ending_soon=True)
     inside_send, release = threading.Event(), threading.Event()
@@ -117,9 +97,7 @@ def test_trial_sweep__two_sweeps_at_once_send_one_email(monkeypatch):
         second.start()
         # The second sweep does not see the uncommitted reminder, tries to insert the same
         # (organization, trial end) pair and waits on the unique index.
-        wait_for(
-            _sessions_waiting_on_a_lock, interval=0.25, message="the second sweep to wait on the reminder row"
-        )
+        wait_for(lock_waiters, message="the second sweep to wait on the reminder row")
     finally:
         release.set()
     first.join(timeout=30)
