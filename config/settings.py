@@ -122,8 +122,8 @@ if DATABASES["default"]["ENGINE"].endswith("mysql"):
     # utf8mb4: an email's subject may hold any character, emoji included. READ COMMITTED:
     # a claim's SKIP LOCKED reads the newest committed rows and keeps no gap locks, so
     # claimers and enqueuers do not block each other (REPEATABLE READ, InnoDB's default,
-    # locks the gaps it scans). The session speaks UTC, as the columns do, and strict mode
-    # refuses a value that does not fit instead of cutting it.
+    # locks the gaps it scans). Strict mode refuses a value that does not fit instead of
+    # cutting it. (The engine makes every session speak UTC itself: ``jobs.apps``.)
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "charset": "utf8mb4",
@@ -132,7 +132,7 @@ if DATABASES["default"]["ENGINE"].endswith("mysql"):
             # with CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci.
             "collation": env.text("DATABASE_COLLATION", "utf8mb4_unicode_ci"),
             "isolation_level": "read committed",
-            "init_command": "SET time_zone = '+00:00', sql_mode = 'STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION'",
+            "init_command": "SET sql_mode = 'STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION'",
         }
     )
     DATABASES["default"]["TEST"] = {

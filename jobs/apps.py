@@ -1,5 +1,10 @@
 from django.apps import AppConfig
+from django.conf import settings
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 from django.utils.module_loading import autodiscover_modules
+
+from jobs import sql
 
 
 class JobsConfig(AppConfig):
@@ -16,4 +21,14 @@ class JobsConfig(AppConfig):
         fill_in_defaults()
         from jobs import checks  # noqa: F401 - registers the engine's system check
 
+        connection_created.connect(_mariadb_speaks_utc, dispatch_uid="jobs.mariadb_utc")
         autodiscover_modules("tasks")
+
+
+def _mariadb_speaks_utc(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
+    """With USE_TZ, Django stores UTC in MariaDB's zone-less columns but leaves the session
+    in the server's time zone; the engine's SQL compares those columns with
+    CURRENT_TIMESTAMP, so every session speaks UTC (a project's own settings need not)."""
+    if connection.vendor == "mysql" and settings.USE_TZ:
+        with connection.cursor() as cursor:
+            cursor.execute(sql.MARIADB_SESSION_UTC)

@@ -229,6 +229,10 @@ MARIADB_SCHEMA_UNDO = (
     "ALTER TABLE jobs_job DROP COLUMN dedupe_active",
 )
 
+# Every session of the engine speaks UTC (``jobs.apps``): Django stores UTC in the datetime
+# columns, and the statements below compare them with CURRENT_TIMESTAMP, the session's time.
+MARIADB_SESSION_UTC = "SET time_zone = '+00:00'"
+
 # The claim, first statement: locks up to %(limit)s due, queued rows of the lane's queues in
 # claim order, skipping rows another worker holds (MariaDB 10.6+, MySQL 8). The index is
 # named because the optimiser, seeing few rows, may prefer another one and sort; read in
