@@ -22,7 +22,9 @@ from tests.support.workers import wait_log, wait_registered
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.mark.postgres_only("LISTEN/NOTIFY; MariaDB's workers poll (see test_poll__an_idle_worker_finds_new_work)")
+@pytest.mark.postgres_only(
+    "LISTEN/NOTIFY; MariaDB's workers poll (see test_poll__an_idle_worker_finds_new_work)"
+)
 def test_notify__wakes_an_idle_worker_whose_next_poll_is_an_hour_away(start_worker):
     start_worker("--concurrency", "1", "--poll-interval", "3600", "--name", "listener")
     wait_registered("listener")
