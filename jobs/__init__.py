@@ -57,6 +57,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from jobs.burst import run_burst_worker
 from jobs.context import JobContext
 from jobs.errors import (
     InvalidJobOption,
@@ -108,6 +109,7 @@ __all__ = [
     "register_admin_link",
     "register_payload_link",
     "retry",
+    "run_burst_worker",
 ]
 
 # Names that need the app registry, and the module that defines each.

@@ -4,15 +4,12 @@ is drained, and print what became of each email."""
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
-import time
 from io import StringIO
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 import jobs
 from pipeline import blobs, switch
@@ -53,27 +50,9 @@ class Command(BaseCommand):
         out.write(
             f"\n2. Running `manage.py runworker --burst --concurrency {options['concurrency']}` until the queue is empty"
         )
-        started = time.monotonic()
         log_path = Path(settings.VAR_DIR) / "demo-worker.log"
-        with log_path.open("w") as log:
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "manage.py",
-                    "runworker",
-                    "--burst",
-                    "--concurrency",
-                    str(options["concurrency"]),
-                ],
-                cwd=settings.BASE_DIR,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=300,
-                check=False,
-            )
-        if result.returncode != 0:
-            raise CommandError(f"The worker exited with {result.returncode}; see {log_path}.")
-        out.write(f"   worker finished in {time.monotonic() - started:.1f}s (log: {log_path})")
+        took = jobs.run_burst_worker("--concurrency", str(options["concurrency"]), log_path=log_path)
+        out.write(f"   worker finished in {took:.1f}s (log: {log_path})")
 
         out.write("\n3. Running `manage.py sweep` (cron or django-q2 run it every 5 minutes)")
         swept = StringIO()

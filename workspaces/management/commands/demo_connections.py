@@ -13,14 +13,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.test import Client
 from django.test.utils import override_settings
 
@@ -108,20 +105,9 @@ class Command(BaseCommand):
         )
 
     def _run_worker(self, run: str) -> None:
-        started = time.monotonic()
         log_path = Path(settings.VAR_DIR) / f"demo-connections-worker-{run}.log"
-        with log_path.open("w") as log:
-            result = subprocess.run(
-                [sys.executable, "manage.py", "runworker", "--burst", "--queue", "default:1"],
-                cwd=settings.BASE_DIR,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=300,
-                check=False,
-            )
-        if result.returncode != 0:
-            raise CommandError(f"The worker exited with {result.returncode}; see {log_path}.")
-        self.stdout.write(f"   `manage.py runworker --burst` finished in {time.monotonic() - started:.1f}s")
+        took = jobs.run_burst_worker("--queue", "default:1", log_path=log_path)
+        self.stdout.write(f"   `manage.py runworker --burst` finished in {took:.1f}s")
 
     def _report(self, connection_id: int) -> None:
         connection = WorkConnection.objects.get(pk=connection_id)

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
@@ -114,20 +112,9 @@ class Command(BaseCommand):
 
     def _run_worker(self, run: str) -> None:
         self.stdout.write("   running `manage.py runworker --burst`")
-        started = time.monotonic()
         log_path = Path(settings.VAR_DIR) / f"demo-workspace-worker-{run}.log"
-        with log_path.open("w") as log:
-            result = subprocess.run(
-                [sys.executable, "manage.py", "runworker", "--burst", "--concurrency", "2"],
-                cwd=settings.BASE_DIR,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=300,
-                check=False,
-            )
-        if result.returncode != 0:
-            raise CommandError(f"The worker exited with {result.returncode}; see {log_path}.")
-        self.stdout.write(f"   worker finished in {time.monotonic() - started:.1f}s (log: {log_path})")
+        took = jobs.run_burst_worker("--concurrency", "2", log_path=log_path)
+        self.stdout.write(f"   worker finished in {took:.1f}s (log: {log_path})")
 
     def _report(self, repository_id: int) -> None:
         out = self.stdout
