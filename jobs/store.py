@@ -494,7 +494,8 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
     return job.status
 
 
-def _record_attempt(job: Job, worker: str, failure: Failure) -> None:
+def _record_attempt(job: Job, worker: str, failure: Failure, outcome: str | None = None) -> None:
+    """The audit log's row of this try (numbered across an operator's retries)."""
     JobAttempt.objects.create(
         job=job,
         type=job.type,
@@ -504,7 +505,7 @@ def _record_attempt(job: Job, worker: str, failure: Failure) -> None:
         error_class=failure.error_class[:200],
         error=failure.message,
         traceback=failure.traceback,
-        outcome=job.status,
+        outcome=outcome or job.status,
     )
 
 
@@ -522,16 +523,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
         if job is None:
             logger.warning("Dropped late reschedule of job %s try %s: no longer ours.", job_id, attempt)
             return False
-        JobAttempt.objects.create(
-            job=job,
-            type=job.type,
-            attempt=job.earlier_attempts + job.attempts,
-            worker=worker,
-            started_at=job.started_at,
-            error_class="jobs.RetryLater",
-            error=reason,
-            outcome=POSTPONED,
-        )
+        _record_attempt(job, worker, Failure("jobs.RetryLater", reason), outcome=POSTPONED)
         job.status = Status.QUEUED
         job.attempts -= 1
         job.run_at = at

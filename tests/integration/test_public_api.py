@@ -8,17 +8,17 @@ and twin enqueues racing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import OuterRef
 
 import jobs
 from jobs import store
 from jobs.models import Job, Status
 from tests.jobs_app.tasks import keyed
+from tests.support.concurrency import in_thread
 from tests.support.database import lock_waiters, raw_connection
 from tests.support.job_states import claim_one
 from tests.support.waiting import wait_for
@@ -181,18 +181,6 @@ def test_cancel_if_queued__with_no_job_is_a_no_op():
     assert other.status == Status.QUEUED
 
 
-def _in_thread(target: Callable[[], None]) -> threading.Thread:
-    def run() -> None:
-        try:
-            target()
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_cancel_if_queued__loses_to_a_claim_that_locked_the_row_first():
     """A worker claiming the job at the same moment: cancel waits for its row lock, then
@@ -203,7 +191,7 @@ def test_cancel_if_queued__loses_to_a_claim_that_locked_the_row_first():
     try:
         claimer.execute("SELECT id FROM jobs_job WHERE id = %s FOR UPDATE", [job.pk])
         claimer.execute("UPDATE jobs_job SET status = 'running', locked_by = 'w1' WHERE id = %s", [job.pk])
-        thread = _in_thread(lambda: results.append(jobs.cancel_if_queued(KEYED, thing_id=7)))
+        thread = in_thread(lambda: results.append(jobs.cancel_if_queued(KEYED, thing_id=7)))
         wait_for(lambda: lock_waiters(observer) >= 1, timeout=10, message="cancel to wait on the claim")
         claimer.commit()
         thread.join(10)
@@ -230,7 +218,7 @@ def test_enqueue__concurrent_twins_of_one_payload_give_one_job():
         with transaction.atomic():
             ids.append(jobs.enqueue(KEYED, {"thing_id": 7, "note": str(n)}).pk)
 
-    for thread in [_in_thread(lambda n=n: add(n)) for n in range(6)]:
+    for thread in [in_thread(lambda n=n: add(n)) for n in range(6)]:
         thread.join(10)
     assert len(ids) == 6 and len(set(ids)) == 1
     assert Job.objects.filter(type=KEYED).count() == 1

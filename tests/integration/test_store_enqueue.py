@@ -4,12 +4,11 @@ dedupe under concurrency, and the bulk form."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 
 import psycopg
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -17,6 +16,7 @@ from jobs import sql, store
 from jobs.errors import InvalidPayload, UnknownJobType
 from jobs.models import Job, Priority, Status
 from tests.jobs_app.tasks import ai_work, noop
+from tests.support.concurrency import in_thread
 from tests.support.database import lock_waiters, raw_connection
 from tests.support.job_states import claim_one
 from tests.support.waiting import wait_for
@@ -117,18 +117,6 @@ def test_dedupe__second_enqueue_returns_the_existing_job():
     assert other_type.pk != first.pk
 
 
-def _in_thread(target: Callable[[], None]) -> threading.Thread:
-    def run() -> None:
-        try:
-            target()
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_dedupe__concurrent_enqueues_with_one_key_give_one_job():
     """The second enqueue runs while the first one's transaction is still open: the
@@ -147,7 +135,7 @@ def test_dedupe__concurrent_enqueues_with_one_key_give_one_job():
         with transaction.atomic():
             results["second"] = store.enqueue("test.noop", {"who": "second"}, dedupe_key="same").pk
 
-    threads = [_in_thread(first), _in_thread(second)]
+    threads = [in_thread(first), in_thread(second)]
     wait_for(lambda: lock_waiters() >= 1, timeout=10, message="the second enqueue to wait on the first")
     release.set()
     for thread in threads:
@@ -165,7 +153,7 @@ def test_dedupe__many_threads_racing_give_one_job():
         barrier.wait(10)
         ids.append(store.enqueue("test.noop", {}, dedupe_key="race").pk)
 
-    for thread in [_in_thread(add) for _ in range(6)]:
+    for thread in [in_thread(add) for _ in range(6)]:
         thread.join(10)
     assert len(ids) == 6 and len(set(ids)) == 1
     assert Job.objects.count() == 1

@@ -41,3 +41,18 @@ def run_at_once[T](*calls: Callable[[], T], timeout: float = 60.0) -> list[T]:
     stuck = sum(thread.is_alive() for thread in threads)
     assert not stuck, f"{stuck} of {len(calls)} concurrent calls still running after {timeout}s"
     return [results[index] for index in range(len(calls))]
+
+
+def in_thread(target: Callable[[], None]) -> threading.Thread:
+    """Start ``target`` in a thread of its own (so its own database connection), closed
+    when it ends; join the returned thread to wait for it."""
+
+    def run() -> None:
+        try:
+            target()
+        finally:
+            connections.close_all()  # this thread's connections only
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
