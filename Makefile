@@ -5,8 +5,12 @@ PY := $(VENV)/bin/python
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/jobplatform
 MARIADB_DSN ?= mysql://root@127.0.0.1:3306/jobplatform
 # The suite's second pass, on MariaDB: the engine, its workers and the domains that run on
-# it (the browser, deployment and model-provider tests do not depend on the database).
+# it (the browser, deployment and model-provider tests do not depend on the database). Of
+# the slow tests, those of the engine and the pipeline: the workspaces' slow tests drive git,
+# HTTP stand-ins and a worker, whose database side the others already cover
+# (`make test-mariadb MARIADB_SLOW_TESTS=tests/workspaces` runs them).
 MARIADB_TESTS ?= tests/unit tests/integration tests/acceptance tests/pipeline tests/tasks_backend tests/workspaces
+MARIADB_SLOW_TESTS ?= tests/integration tests/acceptance tests/pipeline tests/tasks_backend
 
 # Django 6.1 needs Python 3.12 or newer: the first one found wins.
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
@@ -73,13 +77,16 @@ demo: venv
 	DEBUG=true $(PY) manage.py demo_connections
 
 # The whole suite on PostgreSQL, then the database-bound part of it again on MariaDB.
+# Tests that start no process run on both cores (pytest-xdist), the slow ones one at a time.
 test: venv-dev venv-mariadb postgres mariadb chromium pgbouncer
 	DATABASE_URL=$(PG_DSN) DJANGO_SETTINGS_MODULE=config.settings_test $(PY) manage.py migrate --verbosity 0
-	DATABASE_URL=$(PG_DSN) TEST_RESTART_POSTGRES=1 $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(PG_DSN) $(PY) -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
+	DATABASE_URL=$(PG_DSN) TEST_RESTART_POSTGRES=1 $(PY) -m pytest -m slow $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-mariadb
 
 test-mariadb: venv-dev venv-mariadb mariadb
-	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest $(MARIADB_TESTS) $(PYTEST_ARGS)
+	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest -m "not slow" -n 2 $(MARIADB_TESTS) $(PYTEST_ARGS)
+	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest -m slow $(MARIADB_SLOW_TESTS) $(PYTEST_ARGS)
 
 # Everything not marked slow (no worker processes, no browser), spread over the cores.
 test-fast: venv-dev postgres
