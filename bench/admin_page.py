@@ -25,8 +25,6 @@ import statistics
 import time
 
 from bench.lib import project
-from bench.lib.mariadb import ensure_mariadb_database
-from bench.lib.postgres import ensure_database
 
 TARGET_MS = 300.0
 PAGE = "/admin/platform/job/"
@@ -44,13 +42,7 @@ def main() -> None:
         help="the database URL to measure (postgres://… or mysql://… for MariaDB); its job tables are wiped",
     )
     args = parser.parse_args()
-    if args.database:
-        os.environ["DATABASE_URL"] = args.database
-    if os.environ.get("DATABASE_URL", "").startswith("mysql"):
-        ensure_mariadb_database(os.environ["DATABASE_URL"])
-    elif "DATABASE_URL" not in os.environ:
-        ensure_database("jp_admin_bench")
-    project.setup("jp_admin_bench")
+    project.open_database(args.database, "jp_admin_bench")
     from django.core.management import call_command
     from django.db import connection
     from django.db.models import Count

@@ -24,8 +24,6 @@ import os
 import statistics
 
 from bench.lib import project
-from bench.lib.mariadb import ensure_mariadb_database
-from bench.lib.postgres import ensure_database
 from bench.lib.stats import percentile, summary
 
 PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery", "plan"]
@@ -52,16 +50,8 @@ def main() -> None:
         help="the database URL to measure (postgres://… or mysql://… for MariaDB); its job tables are wiped",
     )
     args = parser.parse_args()
-    if args.database:
-        os.environ["DATABASE_URL"] = args.database
-    mariadb = os.environ.get("DATABASE_URL", "").startswith("mysql")
+    mariadb = project.open_database(args.database, "jp_bench")
     wanted = set(args.only or (MARIADB_PARTS if mariadb else DEFAULT_PARTS))
-
-    if mariadb:
-        ensure_mariadb_database(os.environ["DATABASE_URL"])
-    elif "DATABASE_URL" not in os.environ:
-        ensure_database("jp_bench")
-    project.setup("jp_bench")
     from django.core.management import call_command
 
     from bench.lib import engine, fill  # both need Django set up

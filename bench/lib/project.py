@@ -20,6 +20,27 @@ def setup(database: str, settings: str = "config.settings_test") -> None:
     django.setup()
 
 
+def open_database(url: str | None, default: str) -> bool:
+    """Set Django up on ``url`` (``--database``; postgres:// or mysql:// for MariaDB),
+    else on DATABASE_URL, else on the local PostgreSQL's ``default`` database, creating the
+    database when missing. Returns whether it is MariaDB."""
+    from urllib.parse import urlsplit
+
+    from bench.lib.mariadb import ensure_mariadb_database
+    from bench.lib.postgres import ensure_database
+
+    if url:
+        os.environ["DATABASE_URL"] = url
+    given = os.environ.get("DATABASE_URL", "")
+    mariadb = given.startswith("mysql")
+    if mariadb:
+        ensure_mariadb_database(given)
+    else:
+        ensure_database(urlsplit(given).path.lstrip("/") if given else default)
+    setup(default)
+    return mariadb
+
+
 def retrying[T](func: Callable[..., T], *args: object, **kwargs: object) -> T:
     """Call ``func``, reconnecting while PostgreSQL restarts (a shared server may)."""
     from django.db import InterfaceError, OperationalError, connection
