@@ -281,15 +281,18 @@ UPDATE jobs_job
  WHERE id IN ({ids})
 """
 
-# Bulk enqueue: one multi-row INSERT per batch (mysqlclient folds executemany into one).
+# Bulk enqueue: one multi-row INSERT per batch. mysqlclient folds executemany into one
+# statement only when every value is a placeholder, so the constants travel as parameters
+# (``MARIADB_INSERT_MANY_CONSTANTS``), and the times come from the caller.
 # IGNORE turns a duplicate active dedupe key (the unique index above) into a skipped row;
 # every other value was checked before (``jobs.validation``), so it hides nothing else.
 MARIADB_INSERT_MANY = """
-INSERT IGNORE INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
-                             attempts, max_attempts, progress_message, error, message,
-                             earlier_attempts, created_at)
-VALUES (%s, %s, %s, 'queued', %s, %s, %s, 0, %s, '', '', '', 0, CURRENT_TIMESTAMP(6))
+INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at, max_attempts,
+                             created_at, status, attempts, progress_message, error, message,
+                             earlier_attempts)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
+MARIADB_INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
 
 # A timer step's guard: a named lock of the session, taken without waiting (timeout 0),
 # released after the step; if the process dies the session ends and the lock with it.

@@ -272,12 +272,13 @@ def enqueue_many(
                 )
                 added += cursor.rowcount
         elif _on_mariadb():
+            now = timezone.now()
             with connection.cursor() as cursor:
                 cursor.executemany(
                     sql.MARIADB_INSERT_MANY,
                     [
-                        (job_type.name, job_type.queue, priority_number, text, key,
-                         run_at or timezone.now(), job_type.attempts)
+                        (job_type.name, job_type.queue, priority_number, text, key, run_at or now,
+                         job_type.attempts, now, *sql.MARIADB_INSERT_MANY_CONSTANTS)
                         for text, key in zip(chunk, chunk_keys, strict=True)
                     ],
                 )  # fmt: skip

@@ -326,11 +326,10 @@ def claim_plan() -> str:
 
     with connection.cursor() as cursor:
         if on_mariadb():
-            # MariaDB's ANALYZE runs the statement and reports the rows each step read.
+            # MariaDB's ANALYZE runs the statement and reports what each step read and took.
             statement = sql.MARIADB_CLAIM_QUEUES.format(queues="%s, %s")
-            cursor.execute(f"ANALYZE {statement}", ["ai", "default", 32])
-            names = [column[0] for column in cursor.description]
-            return "\n".join(", ".join(f"{n}={v}" for n, v in zip(names, row, strict=True)) for row in cursor)
+            cursor.execute(f"ANALYZE FORMAT=JSON {statement}", ["ai", "default", 32])
+            return cursor.fetchone()[0]
         cursor.execute(
             "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "
             "SELECT id FROM jobs_job WHERE status = 'queued' AND queue = ANY(%s) AND run_at <= now() "
