@@ -16,7 +16,7 @@ MARIADB_SLOW_TESTS ?= tests/integration tests/acceptance tests/pipeline tests/ta
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
 	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
 
-.PHONY: demo test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench clean
+.PHONY: demo demo-mariadb test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench clean
 
 # Production requirements only (what `make demo` needs).
 $(VENV)/.installed: requirements.txt
@@ -70,7 +70,14 @@ pgbouncer:
 
 # A development machine's settings: DEBUG=true lets the embedded defaults run without a
 # SECRET_KEY (production refuses to start without one).
-demo: venv
+# `DATABASE_URL=mysql://root@127.0.0.1:3306/demo make demo` runs it on MariaDB: the driver
+# is installed and the database created first.
+DEMO_NEEDS := $(if $(filter mysql://%,$(DATABASE_URL)),venv demo-mariadb,venv)
+
+demo-mariadb: venv-mariadb
+	@MARIADB_DATABASE_NAME=$(lastword $(subst /, ,$(DATABASE_URL))) scripts/ensure-mariadb.sh
+
+demo: $(DEMO_NEEDS)
 	DEBUG=true $(PY) manage.py migrate --verbosity 0
 	DEBUG=true $(PY) manage.py demo
 	DEBUG=true $(PY) manage.py demo_workspace
