@@ -6,11 +6,13 @@ PG_DSN ?= postgres://postgres@127.0.0.1:5432/jobplatform
 MARIADB_DSN ?= mysql://root@127.0.0.1:3306/jobplatform
 # The suite's second pass, on MariaDB: the engine, its workers and the domains that run on
 # it (the browser, deployment and model-provider tests do not depend on the database). Of
-# the slow tests, those of the engine and the pipeline: the workspaces' slow tests drive git,
-# HTTP stand-ins and a worker, whose database side the others already cover
-# (`make test-mariadb MARIADB_SLOW_TESTS=tests/workspaces` runs them).
+# the slow tests, those of the engine and the pipeline; the slow ones of django.tasks and
+# the workspaces drive real workers, git and HTTP stand-ins whose database side the others
+# already cover (`make test-mariadb MARIADB_SLOW_TESTS="tests/tasks_backend tests/workspaces"`
+# runs them there too). The demo and SQLite tests use SQLite whatever DATABASE_URL says.
 MARIADB_TESTS ?= tests/unit tests/integration tests/acceptance tests/pipeline tests/tasks_backend tests/workspaces
-MARIADB_SLOW_TESTS ?= tests/integration tests/acceptance tests/pipeline tests/tasks_backend
+MARIADB_SLOW_TESTS ?= tests/integration tests/acceptance tests/pipeline
+MARIADB_SKIP := --ignore=tests/acceptance/test_atomic_sqlite.py --ignore=tests/pipeline/test_demo.py
 
 # Django 6.1 needs Python 3.12 or newer: the first one found wins.
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
@@ -93,7 +95,7 @@ test: venv-dev venv-mariadb postgres mariadb chromium pgbouncer
 
 test-mariadb: venv-dev venv-mariadb mariadb
 	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest -m "not slow" -n 2 $(MARIADB_TESTS) $(PYTEST_ARGS)
-	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest -m slow $(MARIADB_SLOW_TESTS) $(PYTEST_ARGS)
+	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest -m slow $(MARIADB_SLOW_TESTS) $(MARIADB_SKIP) $(PYTEST_ARGS)
 
 # Everything not marked slow (no worker processes, no browser), spread over the cores.
 test-fast: venv-dev postgres
