@@ -226,9 +226,8 @@ def _snapshot() -> Iterator[None]:
         return
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            # set_config(..., true) is SET LOCAL: it ends with this transaction.
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(STATEMENT_TIMEOUT_MS)])
+            cursor.execute(sql.METRICS_SNAPSHOT)
+            cursor.execute(sql.METRICS_STATEMENT_TIMEOUT, [str(STATEMENT_TIMEOUT_MS)])
         yield
 
 
@@ -240,7 +239,7 @@ def _mariadb_snapshot() -> Iterator[None]:
     timeout = getattr(connection, "mysql_is_mariadb", False)  # MySQL 8 has no max_statement_time
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(sql.MARIADB_SNAPSHOT)
+            cursor.execute(sql.METRICS_SNAPSHOT)
             if timeout:
                 cursor.execute(sql.MARIADB_SWAP_STATEMENT_TIME, [STATEMENT_TIMEOUT_MS / 1000])
         try:

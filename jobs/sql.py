@@ -158,6 +158,16 @@ NOTIFY = "SELECT pg_notify(%s, %s)"
 # if the process dies): never with a server session that a transaction pooler hands on.
 TRY_LOCK_TIMER_STEP = "SELECT pg_try_advisory_xact_lock(%s)"
 
+# --- metrics ---
+
+# The metrics' snapshot (``jobs.metrics.measure``), on PostgreSQL and MariaDB: its
+# statements read from one consistent snapshot (REPEATABLE READ) and write nothing. Issued
+# before the transaction's first read, it applies to that transaction only.
+METRICS_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+# Its statement timeout on PostgreSQL: set_config(..., true) is SET LOCAL, so it ends with
+# the transaction.
+METRICS_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
+
 # --- admin page ---
 
 # The planner's row estimate for one status, read from the table statistics: EXPLAIN plans
@@ -323,12 +333,9 @@ MARIADB_ESTIMATE_OTHER_STATUS_ROWS = (
     "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_rare_status) WHERE status <> %s"
 )
 
-# The metrics' snapshot (``jobs.metrics.measure``): its statements read from one consistent
-# snapshot (REPEATABLE READ; InnoDB takes it at the first read) and write nothing. Issued
-# before the transaction's first statement, it applies to that transaction only.
-MARIADB_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-# Its statement timeout, in seconds: a session variable, so the session's own value is kept
-# in a user variable and put back when the measurement ends.
+# The metrics' statement timeout on MariaDB (``METRICS_SNAPSHOT`` above starts their
+# transaction there too), in seconds: a session variable, so the session's own value is
+# kept in a user variable and put back when the measurement ends.
 MARIADB_SWAP_STATEMENT_TIME = (
     "SET @jobs_statement_time = @@SESSION.max_statement_time, @@SESSION.max_statement_time = %s"
 )

@@ -5,10 +5,10 @@ declared once for both, in an app's ``tasks`` module beside its job types:
     def sweep_emails() -> str: ...
 
 ``manage.py sweep`` runs every function of the ``sweep`` timer. Each function runs under a
-lock named after it (a PostgreSQL advisory lock, MariaDB's GET_LOCK), so two runs at the same moment (two cron hosts,
-cron and django-q2) never do the same work twice: the second one skips it. The lock is
-held by a transaction on a session of its own (see ``_StepLocks``), so it works the same
-through a pooler in transaction mode.
+lock named after it (a PostgreSQL advisory lock, MariaDB's GET_LOCK), so two runs at the
+same moment (two cron hosts, cron and django-q2) never do the same work twice: the second
+one skips it. The lock is held on a session of its own (see ``_StepLocks``); on PostgreSQL
+by a transaction, so it works the same through a pooler in transaction mode.
 """
 
 from __future__ import annotations

@@ -109,14 +109,7 @@ def test_dedupe_key__a_callers_key_is_refused_with_invalid_job_option(key, messa
         lambda: jobs.enqueue_many("test.noop", [{}, {}], dedupe_keys=["fine", key]),
         lambda: noop.using(dedupe_key=key),
     ]
-    for attempt in attempts:
-        with (
-            CaptureQueriesContext(connection) as queries,
-            pytest.raises(jobs.InvalidJobOption, match=message),
-        ):
-            attempt()
-        assert len(queries) == 0
-    assert not Job.objects.exists()
+    _each_refused_before_any_statement(attempts, message)
 
 
 def test_dedupe_key__a_key_made_from_a_long_payload_field_is_refused_with_invalid_payload():
@@ -152,14 +145,7 @@ def test_run_at__refused_with_invalid_job_option_before_any_statement(run_at, me
         lambda: jobs.enqueue_many("test.noop", [{}], run_at=run_at),
         lambda: noop.using(run_at=run_at),
     ]
-    for attempt in attempts:
-        with (
-            CaptureQueriesContext(connection) as queries,
-            pytest.raises(jobs.InvalidJobOption, match=message),
-        ):
-            attempt()
-        assert len(queries) == 0
-    assert not Job.objects.exists()
+    _each_refused_before_any_statement(attempts, message)
 
 
 def test_run_at__within_the_bounds_is_kept_as_given():
@@ -190,4 +176,16 @@ def test_priority__an_unknown_one_is_refused_with_invalid_job_option():
     ):
         with pytest.raises(jobs.InvalidJobOption, match="Unknown priority"):
             attempt()
+    assert not Job.objects.exists()
+
+
+def _each_refused_before_any_statement(attempts: list, message: str) -> None:
+    """Every call raises InvalidJobOption matching ``message`` having sent no statement."""
+    for attempt in attempts:
+        with (
+            CaptureQueriesContext(connection) as queries,
+            pytest.raises(jobs.InvalidJobOption, match=message),
+        ):
+            attempt()
+        assert len(queries) == 0
     assert not Job.objects.exists()

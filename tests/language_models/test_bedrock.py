@@ -3,36 +3,20 @@ with) and, once, over real HTTP against a local server answering like Converse."
 
 from __future__ import annotations
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 
 import language_models
 from jobs import PermanentError, RetryableError
 from language_models import Prompt
+from tests.support.bedrock import converse_answer, stubbed_bedrock
 from tests.support.model_server import ModelServer, Reply
 
 PROMPT = Prompt("repository.analyse", "Summarise it.", ("Kind: django-project",))
 
 
-def _converse(text: str, input_tokens: int = 10, output_tokens: int = 5) -> dict:
-    return {
-        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-        "stopReason": "end_turn",
-        "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens, "totalTokens": 15},
-        "metrics": {"latencyMs": 12},
-    }
-
-
 @pytest.fixture
 def bedrock(settings, monkeypatch):
-    settings.MODEL_PROVIDER = "bedrock"
-    settings.BEDROCK_MODEL_ID = "test-model"
-    client = boto3.client(
-        "bedrock-runtime", region_name="eu-central-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    monkeypatch.setattr(language_models.bedrock, "bedrock_client", lambda: client)
-    with Stubber(client) as stubber:
+    with stubbed_bedrock(settings, monkeypatch) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
 
@@ -40,7 +24,7 @@ def bedrock(settings, monkeypatch):
 def test_bedrock__sends_the_prompt_and_records_model_and_tokens(bedrock):
     bedrock.add_response(
         "converse",
-        _converse("A Django project.", 321, 54),
+        converse_answer("A Django project.", 321, 54),
         expected_params={
             "modelId": "test-model",
             "system": [{"text": PROMPT.system}],
@@ -54,7 +38,7 @@ def test_bedrock__sends_the_prompt_and_records_model_and_tokens(bedrock):
 
 
 def test_bedrock__an_answer_that_is_not_the_json_asked_for_is_invalid(bedrock):
-    bedrock.add_response("converse", _converse("I think the decisions are …"))
+    bedrock.add_response("converse", converse_answer("I think the decisions are …"))
     with pytest.raises(language_models.InvalidAnswer, match="not JSON") as caught:
         language_models.complete_json(PROMPT, dict)
     assert isinstance(caught.value, RetryableError)

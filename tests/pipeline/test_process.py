@@ -7,12 +7,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 from django.db import OperationalError, connection
 
-import language_models
 from pipeline import classify, intake, process, search, switch
 from pipeline.errors import EmailMissing, ModelCallError
 from pipeline.models import (
@@ -27,6 +24,7 @@ from pipeline.models import (
     Status,
 )
 from tests.pipeline import corpus
+from tests.support.bedrock import converse_answer, stubbed_bedrock
 from tests.support.concurrency import run_at_once
 from tests.support.database import on_mariadb, raw_connection
 from tests.support.servers import SilentServer
@@ -239,29 +237,14 @@ def test_unexpected_exception__fails_the_email_logs_it_and_is_raised_for_a_retry
 # --- Bedrock --------------------------------------------------------------------------------
 
 
-def _converse_response(text: str) -> dict:
-    return {
-        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-        "stopReason": "end_turn",
-        "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
-        "metrics": {"latencyMs": 12},
-    }
-
-
 @pytest.fixture
 def bedrock(settings, monkeypatch):
-    settings.MODEL_PROVIDER = "bedrock"
-    settings.BEDROCK_MODEL_ID = "test-model"
-    client = boto3.client(
-        "bedrock-runtime", region_name="eu-central-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    monkeypatch.setattr(language_models.bedrock, "bedrock_client", lambda: client)
-    with Stubber(client) as stubber:
+    with stubbed_bedrock(settings, monkeypatch) as stubber:
         yield stubber
 
 
 def test_bedrock__a_valid_answer_gives_the_labels(bedrock):
-    bedrock.add_response("converse", _converse_response('{"labels": ["report", "meeting"]}'))
+    bedrock.add_response("converse", converse_answer('{"labels": ["report", "meeting"]}'))
     email = _email()
     assert process.process_email(email.pk) == "labelled"
     email.refresh_from_db()
@@ -271,7 +254,7 @@ def test_bedrock__a_valid_answer_gives_the_labels(bedrock):
 
 
 def test_bedrock__an_answer_with_a_lone_surrogate_is_stored_clean(bedrock):
-    bedrock.add_response("converse", _converse_response('{"labels": ["invoice"], "why": "\ud800"}'))
+    bedrock.add_response("converse", converse_answer('{"labels": ["invoice"], "why": "\ud800"}'))
     email = _email()
     assert process.process_email(email.pk) == "labelled"
     email.refresh_from_db()
@@ -279,7 +262,7 @@ def test_bedrock__an_answer_with_a_lone_surrogate_is_stored_clean(bedrock):
 
 
 def test_bedrock__an_invalid_answer_is_a_model_call_error(bedrock):
-    bedrock.add_response("converse", _converse_response("Sure! The labels are: meeting"))
+    bedrock.add_response("converse", converse_answer("Sure! The labels are: meeting"))
     email = _email()
     with pytest.raises(ModelCallError) as caught:
         process.process_email(email.pk, job_id=9)
