@@ -219,6 +219,16 @@ JOBS_METRICS_WINDOW = env.number("JOBS_METRICS_WINDOW", 300.0, minimum=1.0)
 # scrape needs both. A bearer token, and/or client addresses or networks (REMOTE_ADDR).
 JOBS_METRICS_TOKEN = env.text("JOBS_METRICS_TOKEN", "")
 JOBS_METRICS_ALLOWED_IPS = env.networks("JOBS_METRICS_ALLOWED_IPS")
+# Timers (docs/timers.md): `runworker` books the due slots itself unless this is off (or it
+# runs with --no-schedules), for a deployment that leaves them to cron or EventBridge.
+JOBS_SCHEDULER = env.flag("JOBS_SCHEDULER", True)
+# A slot booked at most this late is on time; later, it is missed and the timer's catch-up
+# policy decides. A command started this early (at most half a period) counts for the coming slot.
+JOBS_SCHEDULE_GRACE = env.number("JOBS_SCHEDULE_GRACE", 60.0)
+# catch_up="all" runs the missed slots of at most this many seconds back.
+JOBS_SCHEDULE_CATCH_UP_WINDOW = env.number("JOBS_SCHEDULE_CATCH_UP_WINDOW", 86400.0)
+# Tests only: moves the schedules' clock (and no other) by this many seconds.
+JOBS_SCHEDULE_CLOCK_OFFSET = env.number("JOBS_SCHEDULE_CLOCK_OFFSET", 0.0, minimum=-1e10)
 # django.tasks runs on the engine: any @task is a job on `runworker` (jobs/backends.py).
 TASKS: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "jobs.backends.JobsBackend", "QUEUES": ["default"]}

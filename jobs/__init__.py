@@ -13,8 +13,13 @@ Declaring (in an app's ``tasks`` module, discovered at start-up):
     @jobs.periodic("sweep", every=300)
     def sweep_emails() -> str: ...
 
-    class Command(jobs.TimerCommand):     # manage.py sweep runs the "sweep" timer
+    @jobs.periodic("report", cron="0 7 * * 1-5", timezone="Europe/Berlin", catch_up="skip")
+    def send_report() -> str: ...
+
+    class Command(jobs.TimerCommand):     # manage.py sweep runs the "sweep" timer's slot
         timer = "sweep"
+
+    jobs.next_slots("report", count=3)    # what cron and the time zone make of it
 
 Enqueuing (the dedupe key comes from the payload, by the type's template):
 
@@ -105,11 +110,15 @@ __all__ = [
     "jobs_about",
     "jobs_for",
     "latest_job",
+    "next_slots",
+    "pause_timer",
     "periodic",
     "register_admin_link",
     "register_payload_link",
+    "resume_timer",
     "retry",
     "run_burst_worker",
+    "run_timer_now",
 ]
 
 # Names that need the app registry, and the module that defines each.
@@ -262,6 +271,41 @@ def dismiss(job: Job | int) -> Job:
     from jobs import store
 
     return store.dismiss(job)
+
+
+# --- timers ---------------------------------------------------------------------------------
+
+
+def next_slots(timer: str, *, after: datetime | None = None, count: int = 1) -> list[datetime]:
+    """The next ``count`` slots of ``timer`` after ``after`` (default now), in the timer's
+    time zone: what its interval, or its cron expression in its zone, makes of the days
+    ahead. The installed schedule (an operator may have changed the interval), else the
+    declared one."""
+    from jobs.timetable import schedule
+
+    return schedule.next_slots(timer, after=after, count=count)
+
+
+def pause_timer(timer: str) -> None:
+    """Book no slot of ``timer`` until it is resumed; a run already queued still runs."""
+    from jobs.timetable import schedule
+
+    schedule.pause(timer)
+
+
+def resume_timer(timer: str) -> None:
+    """Book ``timer``'s slots again, from its next one (the paused ones are not missed)."""
+    from jobs.timetable import schedule
+
+    schedule.resume(timer)
+
+
+def run_timer_now(timer: str, *, by: str = "") -> Job:
+    """Run ``timer`` now, as a slot of its own (the next scheduled slot still runs, once);
+    returns the run's job."""
+    from jobs.timetable import schedule
+
+    return schedule.run_now(timer, by=by)
 
 
 # --- the admin page -------------------------------------------------------------------------

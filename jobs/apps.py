@@ -2,6 +2,7 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
+from django.db.models.signals import post_migrate
 from django.utils.module_loading import autodiscover_modules
 
 from jobs import sql
@@ -23,6 +24,10 @@ class JobsConfig(AppConfig):
 
         connection_created.connect(_mariadb_speaks_utc, dispatch_uid="jobs.mariadb_utc")
         autodiscover_modules("tasks")
+        from jobs.timetable import runs
+
+        runs.declare_all()  # each timer's runs are a job type (declared once the tasks are)
+        post_migrate.connect(_install_timers, sender=self, dispatch_uid="jobs.install_timers")
 
 
 def _mariadb_speaks_utc(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
@@ -32,3 +37,13 @@ def _mariadb_speaks_utc(sender: object, connection: BaseDatabaseWrapper, **kwarg
     if connection.vendor == "mysql" and settings.USE_TZ:
         with connection.cursor() as cursor:
             cursor.execute(sql.MARIADB_SESSION_UTC)
+
+
+def _install_timers(sender: AppConfig, using: str = "default", **kwargs: object) -> None:
+    """The declared timers as rows, after ``migrate`` (as Django creates permissions)."""
+    from django.db import DEFAULT_DB_ALIAS
+
+    from jobs.timetable import install
+
+    if using == DEFAULT_DB_ALIAS:  # the engine's tables live in the default database
+        install.install()

@@ -41,6 +41,10 @@ class RetryLater(JobError):
         super().__init__(self.reason)
 
 
+class TimerStepFailed(RetryableError):
+    """A step of the timer's run failed (the other steps still ran)."""
+
+
 class JobTimeout(RetryableError):
     """The job ran longer than its type's timeout and was stopped."""
 

@@ -212,3 +212,90 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# --- timers (``jobs.timetable``) -----------------------------------------------------------
+
+
+class Timer(models.Model):
+    """One ``@periodic`` timer: its schedule, policies and state. Installed from the code's
+    declarations (``jobs.timetable.install``), like permissions; an operator may change its
+    interval and pause it, not what it runs."""
+
+    name = models.CharField(max_length=100, unique=True)
+    # The interval in force (seconds) and the one the code declares: they differ once an
+    # operator changed it, and a later declaration then leaves the operator's in place.
+    every = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds between slots.")
+    declared_every = models.PositiveIntegerField(null=True, blank=True)
+    cron = models.CharField(max_length=100, blank=True, default="")
+    timezone = models.CharField(max_length=64, default="UTC")
+    catch_up = models.CharField(max_length=4, default="once")
+    overlap = models.CharField(max_length=5, default="skip")
+    enabled = models.BooleanField(default=True, help_text="Off: paused, no slot is booked.")
+    declared = models.BooleanField(default=True, help_text="Still declared in the code.")
+    # The start of its history: slots before it are not missed.
+    installed_at = models.DateTimeField()
+    # The newest slot booked (scheduled or caught up): the next booking starts after it.
+    last_slot = models.DateTimeField(null=True, blank=True)
+    last_success_slot = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    missed = models.PositiveIntegerField(default=0, help_text="Slots that got no run of their own.")
+    skipped = models.PositiveIntegerField(default=0, help_text="Slots skipped: the previous run still ran.")
+
+    class Meta:
+        db_table = "jobs_timer"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TimerSlot(models.Model):
+    """One slot of a timer that was booked: run by a job, run by a command (cron, django-q2),
+    skipped or missed. The unique (timer, slot) pair is what makes a slot run once across
+    the fleet, whoever books it and whenever; a job's dedupe key lasts only while it runs."""
+
+    class Kind(models.TextChoices):
+        SCHEDULED = "scheduled"
+        CATCH_UP = "catch_up", "catch-up"
+        MANUAL = "manual"
+
+    class Outcome(models.TextChoices):
+        ENQUEUED = "enqueued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        SKIPPED = "skipped"
+        MISSED = "missed"
+
+    # No index of its own: the unique (timer, slot) index leads with it.
+    timer = models.ForeignKey(Timer, on_delete=models.DB_CASCADE, related_name="slots", db_index=False)
+    slot = models.DateTimeField()
+    kind = models.CharField(max_length=9, choices=Kind.choices, default=Kind.SCHEDULED)
+    outcome = models.CharField(max_length=9, choices=Outcome.choices, default=Outcome.ENQUEUED)
+    # The run's job; NULL for a command's run, a skipped or missed slot, or once the job
+    # was pruned (the outcome and times below stay).
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.DB_SET_NULL, related_name="+")
+    covers = models.PositiveIntegerField(default=1, help_text="Slots this row stands for.")
+    created_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    ran_in = models.CharField(max_length=200, blank=True, default="", help_text="A command's run: where.")
+    by = models.CharField(max_length=150, blank=True, default="", help_text="Who asked for a manual run.")
+    result = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = "jobs_timer_slot"
+        ordering = ["timer", "-slot"]
+        constraints = [
+            # Each slot of a timer once: the booking and every command insert under it.
+            models.UniqueConstraint(fields=["timer", "slot"], name="jobs_timer_slot_once"),
+        ]
+        indexes = [
+            # The overlap policy's question, "does an earlier run of this timer still run?":
+            # the timer's slots whose run has not ended (a handful), not its whole history.
+            models.Index(fields=["timer", "outcome"], name="jobs_timer_slot_outcome"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.timer_id} @ {self.slot:%Y-%m-%d %H:%M:%S}"

@@ -27,6 +27,7 @@ from django.conf import settings
 from jobs import registry, store
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
+from jobs.timetable.ticker import ScheduleTicker
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
 from jobs.worker.messages import JobFailed, JobRescheduled, JobReturned, JobSettled
@@ -44,6 +45,7 @@ class WorkerOptions:
     burst: bool = False
     shutdown_timeout: float = 120.0
     poll_interval: float = 1.0
+    schedules: bool = True  # book the timers' due slots (jobs.timetable)
 
 
 class Supervisor:
@@ -60,6 +62,7 @@ class Supervisor:
         self.db = DatabaseGuard(settings.JOBS_WORKER_LEASE, on_outage=self._close_listener)
         self.results = ResultBuffer(self.name, self.db, ack_batch=settings.JOBS_ACK_BATCH)
         self.progress = ProgressWriter(self.name, self.db, settings.JOBS_PROGRESS_INTERVAL)
+        self.schedules = ScheduleTicker(enabled=options.schedules, poll_interval=options.poll_interval)
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
@@ -91,7 +94,7 @@ class Supervisor:
                 for lane in self.lanes
             ),
             ", burst" if self.options.burst else "",
-            self.listener.describe(),
+            f"{self.listener.describe()}; {self.schedules.describe()}",
         )
         try:
             self._loop()
@@ -206,6 +209,8 @@ class Supervisor:
                 if lane.idle and (lane.ready() or self._may_claim(lane)):
                     return 0.0  # work to hand out right away
         deadlines = [self.next_heartbeat, self.stop_deadline if self.stopping else self.next_poll]
+        if not self.stopping and (slot := self.schedules.deadline()) is not None:
+            deadlines.append(slot)
         for lane in self.lanes:
             for child in lane.children:
                 if child.busy:
@@ -277,6 +282,9 @@ class Supervisor:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):
             self._connect_listener()
+        if self.schedules.due(now) and self.db.available(now) and self.db.call(self.schedules.tick):
+            for lane in self.lanes:
+                lane.maybe_work = True  # timer runs were just enqueued
 
     def _keep_alive(self, now: float) -> bool:
         """Heartbeat this worker's running jobs when due; True when it did.

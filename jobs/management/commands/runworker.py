@@ -41,6 +41,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--poll-interval", type=float, default=None, help="Seconds between polls when no NOTIFY arrives."
         )
+        parser.add_argument(
+            "--no-schedules",
+            action="store_true",
+            help="Book no timer slots: leave the timers to cron, EventBridge or django-q2 (JOBS_SCHEDULER=false).",
+        )
 
     def handle(self, *args, **options) -> None:
         known = registry.queues()
@@ -66,6 +71,7 @@ class Command(BaseCommand):
                 else settings.JOBS_SHUTDOWN_TIMEOUT
             ),
             poll_interval=options["poll_interval"] or settings.JOBS_POLL_INTERVAL,
+            schedules=settings.JOBS_SCHEDULER and not options["no_schedules"],
         )
         if options["name"]:
             worker_options.name = options["name"]

@@ -1,0 +1,17 @@
+"""The one place the schedules read the time.
+
+``JOBS_SCHEDULE_CLOCK_OFFSET`` (seconds, default 0) moves this clock, and only this one:
+a test can put a real worker a few seconds before a daylight-saving change without waiting
+for one. Jobs, heartbeats and the database keep the real time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+
+def now() -> datetime:
+    return timezone.now() + timedelta(seconds=float(settings.JOBS_SCHEDULE_CLOCK_OFFSET))

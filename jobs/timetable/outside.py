@@ -1,0 +1,103 @@
+"""Outside schedulers: ``manage.py sweep`` (cron, EventBridge), django-q2's schedules.
+
+A command runs the timer's nearest slot (``Calendar.nearest``: the one now due, or the
+coming one when it starts a little early) here, in its own process, through the same row a
+worker books: if the slot was booked already, by a worker, another cron host or an earlier
+run, it says so and runs nothing. ``force`` runs a slot of its own anyway (as Run now
+does). A paused timer runs only when forced. Each step still takes its lock and is skipped
+when another run holds it, as before slots were recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+
+from jobs import timers
+from jobs.models import Timer, TimerSlot
+from jobs.timetable import booking, clock, declarations, install, runs
+from jobs.timetable.declarations import slot_text
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    timer: str
+    slot: datetime | None
+    ran: bool
+    message: str  # one line: the slot, and why nothing ran when nothing did
+    results: dict[str, object] = field(default_factory=dict)
+
+
+def run_nearest_slot(name: str, *, force: bool = False, runner: str = "manage.py") -> CommandRun:
+    """Run ``name``'s nearest slot here, once across everything that runs timers."""
+    spec = declarations.find(name)
+    if spec is None or name not in timers.timers():
+        raise KeyError(
+            f"Unknown timer {name!r}; known timers: {', '.join(declarations.declared()) or 'none'}."
+        )
+    timer = _installed(name)
+    now = clock.now()
+    ran_in = f"{runner} on {socket.gethostname()}:{os.getpid()}"
+    if not timer.enabled and not force:
+        message = f"{name} is paused: nothing ran (resume it on the Timers page, or run it with --force)."
+        return CommandRun(name, None, False, message, {name: message})
+    slot = booking.calendar_of(timer).nearest(now, early=settings.JOBS_SCHEDULE_GRACE)
+    row = booking.reserve(timer, slot, kind=TimerSlot.Kind.SCHEDULED, ran_in=ran_in) if slot else None
+    if row is None and not force:
+        message = (
+            f"{name}: slot {_when(slot)} {_already(timer, slot)}; nothing to do (--force runs it again)."
+        )
+        return CommandRun(name, slot, False, message, {name: message})
+    if row is None:
+        slot = now
+        row = None
+        for _ in range(3):  # a slot of its own, the moment it was asked for
+            row = booking.reserve(timer, slot, kind=TimerSlot.Kind.MANUAL, ran_in=ran_in)
+            if row is not None:
+                break
+            slot = slot.replace(microsecond=(slot.microsecond + 1) % 1_000_000)
+    assert slot is not None and row is not None
+    local = slot.astimezone(spec.calendar.zone)
+    if spec.atomic:
+        with transaction.atomic():
+            results = timers.run_each_step(name, local)
+            runs.ended(name, slot, results)
+    else:
+        results = timers.run_each_step(name, local)
+        runs.ended(name, slot, results)
+    kind = "its own slot" if row.kind == TimerSlot.Kind.MANUAL else "slot"
+    return CommandRun(
+        name,
+        slot,
+        True,
+        f"{name}: {kind} {_when(slot)}",
+        {step: result.text for step, result in results.items()},
+    )
+
+
+def _installed(name: str) -> Timer:
+    timer = Timer.objects.filter(name=name).first()
+    if timer is None:
+        install.install()
+        timer = Timer.objects.get(name=name)
+    return timer
+
+
+def _when(slot: datetime | None) -> str:
+    return slot_text(slot) if slot is not None else "—"
+
+
+def _already(timer: Timer, slot: datetime | None) -> str:
+    row = TimerSlot.objects.filter(timer=timer, slot=slot).select_related("job").first()
+    if row is None:
+        return "was booked already"
+    if row.job is not None:
+        return f"already has its run: job #{row.job.pk}, {row.job.status}"
+    if row.ran_in:
+        return f"already ran ({row.outcome}, in {row.ran_in})"
+    return f"was {row.outcome}"
