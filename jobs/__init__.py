@@ -82,7 +82,7 @@ if TYPE_CHECKING:
 
     from jobs.admin.record_page import JobButton, RecordJobsMixin
     from jobs.declare import JobFunction, job
-    from jobs.models import Job
+    from jobs.models import Job, TimerSlot
 
 __all__ = [
     "InvalidJobOption",
@@ -119,6 +119,7 @@ __all__ = [
     "retry",
     "run_burst_worker",
     "run_timer_now",
+    "timer_slots",
 ]
 
 # Names that need the app registry, and the module that defines each.
@@ -284,6 +285,14 @@ def next_slots(timer: str, *, after: datetime | None = None, count: int = 1) -> 
     from jobs.timetable import schedule
 
     return schedule.next_slots(timer, after=after, count=count)
+
+
+def timer_slots(timer: str) -> QuerySet[TimerSlot]:
+    """The booked slots of ``timer``, newest first: each with its kind (scheduled, catch-up,
+    manual), outcome, job (while it is kept) and times."""
+    from jobs.models import TimerSlot
+
+    return TimerSlot.objects.filter(timer__name=timer).select_related("job").order_by("-slot")
 
 
 def pause_timer(timer: str) -> None:

@@ -287,9 +287,12 @@ def cloudwatch_client() -> Any:
     )
 
 
-def publish(figures: Figures, namespace: str, client: Any = None) -> None:
+def publish(
+    figures: Figures, namespace: str, client: Any = None, extra: list[dict[str, Any]] | None = None
+) -> None:
+    """``extra``: more entries of the same sweep (the timers' ``OverdueTimers``)."""
     client = client or cloudwatch_client()
-    data = metric_data(figures)
+    data = metric_data(figures) + (extra or [])
     # PutMetricData takes at most 1000 entries per call; a few queues never come close,
     # but chunk anyway so adding queues cannot break the call.
     for start in range(0, len(data), 1000):
@@ -298,16 +301,20 @@ def publish(figures: Figures, namespace: str, client: Any = None) -> None:
 
 def report_backlog(now: datetime | None = None) -> str:
     """Measure, then send to CloudWatch (or only log when no namespace is configured)."""
+    from jobs.timetable import health
+
     figures = measure(now)
+    timers = health.timer_states()
     by_queue = ", ".join(f"{queue}={count}" for queue, count in sorted(figures.queued.items()))
     line = (
         f"backlog per task {figures.per_task:.2f} ({figures.total} due, {figures.live_workers} live workers; "
         f"{by_queue}); oldest due {figures.oldest_due_age():.0f} s, {figures.total_running} running, "
-        f"{figures.total_failed} failed in {figures.failed_window:.0f} s"
+        f"{figures.total_failed} failed in {figures.failed_window:.0f} s; "
+        f"{len(health.overdue(timers))} overdue timers"
     )
     namespace = settings.JOBS_CLOUDWATCH_NAMESPACE
     if namespace:
-        publish(figures, namespace)
+        publish(figures, namespace, extra=health.metric_data(timers, figures.measured_at))
         line += f", sent to CloudWatch {namespace}"
     logger.info("Backlog: %s", line)
     return line

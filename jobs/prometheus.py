@@ -13,6 +13,10 @@ memory. All metrics are gauges labelled by ``queue`` (``jobs_workers_live`` has 
     jobs_workers_serving{queue}           live workers that serve the queue
     jobs_unserved_due{queue}              due jobs of a queue no live worker serves (alarm > 0)
     jobs_workers_live                     live workers
+    jobs_timer_overdue{timer}             1 while the timer's last successful slot is older
+                                          than its two latest slots (jobs.timetable.health)
+    jobs_timer_last_success_age_seconds{timer}  seconds since its last successful slot
+                                          (or since it was installed, never run)
 
 Failures are a gauge over a window, not a ``jobs_failed_total`` counter: a counter must
 never go down, and the table it would be counted from does (an operator retries or
@@ -31,6 +35,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from jobs import metrics
+from jobs.timetable import health
 
 
 @dataclass(frozen=True)
@@ -95,11 +100,31 @@ class JobsCollector(Collector):
     def describe(self) -> Iterator[Metric]:
         for gauge in GAUGES:
             yield gauge.family(None)
+        yield from _timer_families([])
 
     def collect(self) -> Iterator[Metric]:
         figures = metrics.measure()
         for gauge in GAUGES:
             yield gauge.family(figures)
+        yield from _timer_families(health.timer_states())
+
+
+def _timer_families(states: list[health.TimerState]) -> Iterator[Metric]:
+    overdue = GaugeMetricFamily(
+        "jobs_timer_overdue",
+        "1 while the timer's last successful slot is older than its two latest slots: it missed its runs.",
+        labels=["timer"],
+    )
+    age = GaugeMetricFamily(
+        "jobs_timer_last_success_age_seconds",
+        "Seconds since the timer's last successful slot (since its installation when none succeeded).",
+        labels=["timer"],
+    )
+    for state in states:
+        overdue.add_metric([state.name], float(state.overdue))
+        age.add_metric([state.name], state.age)
+    yield overdue
+    yield age
 
 
 registry = CollectorRegistry(auto_describe=False)

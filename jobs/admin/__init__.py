@@ -14,6 +14,7 @@ also need ``platform.change_job``.
     job_page      the job list and a job's own page
     attempt_page  the failed tries (audit)
     worker_page   the worker registry
+    timer_page    the Timers page: schedules, slots, Pause, Resume, Run now (``jobs.timetable``)
     record_page   a domain record's pages: its recent jobs, last job and job buttons
                   (``jobs.RecordJobsMixin``, ``jobs.JobButton``)
     scheduler_page django-q2's task lists out of the index when it only schedules timers
@@ -28,6 +29,7 @@ from jobs.admin.counting import status_counts
 from jobs.admin.job_page import REFRESH_HEADER, JobAdmin
 from jobs.admin.links import PageLink, register_link
 from jobs.admin.scheduler_page import hide_task_lists
+from jobs.admin.timer_page import TimerAdmin
 from jobs.admin.worker_page import WorkerAdmin
 
 hide_task_lists()
@@ -37,6 +39,7 @@ __all__ = [
     "JobAdmin",
     "JobAttemptAdmin",
     "PageLink",
+    "TimerAdmin",
     "WorkerAdmin",
     "register_link",
     "status_counts",

@@ -2,7 +2,8 @@
 job's own page.
 
 Above the tiles, a warning for each queue with due jobs that no live worker serves, and a
-line per queue (``jobs.coverage``); four tiles over the newest jobs; the list refreshes
+line per queue (``jobs.coverage``), and one for each timer that missed its runs
+(``jobs.timetable.health``); four tiles over the newest jobs; the list refreshes
 itself in place every few seconds while anything is queued or running (see
 ``change_list.html``). Searching is by id or exact
 dedupe key, both index lookups. Counting is bounded (``counting``), Retry and Cancel go
@@ -53,6 +54,7 @@ from jobs.admin.links import registered_links
 from jobs.admin.operations import RetryCancelMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
 from jobs.models import Job, JobAttempt, Status
+from jobs.timetable import health
 
 #: The refresh asks for the same URL with this header and gets only the live parts back.
 REFRESH_HEADER = "X-Jobs-Refresh"
@@ -203,6 +205,8 @@ class JobAdmin(
         context = {
             "queue_states": queues,
             "unserved_queues": coverage.unserved(queues),
+            "overdue_timers": health.overdue(health.timer_states()),
+            "timers_url": reverse("admin:platform_timer_changelist"),
             "queue_url": f"{url}?status={Status.QUEUED}&queue=",
             "tiles": tiles,
             "live": active,

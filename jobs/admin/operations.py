@@ -91,15 +91,7 @@ class RetryCancelMixin(admin.ModelAdmin):
                 format_html('Job <a href="{}">#{}</a> {}.', _job_url(object_id), object_id, done),
                 messages.SUCCESS,
             )
-        return HttpResponseRedirect(self._next_url(request, object_id))
-
-    def _next_url(self, request: HttpRequest, object_id: int) -> str:
-        target = request.POST.get("next", "")
-        if target and url_has_allowed_host_and_scheme(
-            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ):
-            return target
-        return reverse("admin:platform_job_change", args=[object_id])
+        return HttpResponseRedirect(next_url(request, reverse("admin:platform_job_change", args=[object_id])))
 
     @admin.action(description="Retry selected failed jobs", permissions=["operate"])
     def retry_selected(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
@@ -185,3 +177,13 @@ def clock_time(moment: datetime) -> str:
 
 def _job_url(job_id: int) -> str:
     return reverse("admin:platform_job_change", args=[job_id])
+
+
+def next_url(request: HttpRequest, default: str) -> str:
+    """Where a button's POST returns: the page it came from (its ``next``, on this site only)."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return default

@@ -4,11 +4,9 @@ is drained, and print what became of each email."""
 from __future__ import annotations
 
 import logging
-from io import StringIO
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 import jobs
@@ -18,6 +16,20 @@ from pipeline.models import EmailMessage
 from pipeline.sources import import_paths
 
 DEMO_MAIL = Path(__file__).resolve().parents[2] / "demo_mail"
+#: The seed's timers: `manage.py sweep`, `reconcile` and `trial_sweep`, now schedules.
+DEMO_TIMERS = ("sweep", "reconcile", "trial_sweep")
+
+
+def timer_line(timer: str) -> str:
+    """``sweep        slot 16:50:00 UTC  job #9 succeeded   next 16:55:00 UTC`` (what ran last)."""
+    last = jobs.timer_slots(timer).first()
+    (coming,) = jobs.next_slots(timer)
+    if last is None:
+        ran = "no slot booked yet"
+    else:
+        run = f"job #{last.job.pk} {last.job.status}" if last.job else last.outcome
+        ran = f"slot {last.slot:%H:%M:%S} UTC ({last.get_kind_display().lower()}): {run}"
+    return f"{timer:<12} {ran:<52} next {coming:%H:%M:%S %Z}"
 
 
 class Command(BaseCommand):
@@ -54,11 +66,11 @@ class Command(BaseCommand):
         took = jobs.run_burst_worker("--concurrency", str(options["concurrency"]), log_path=log_path)
         out.write(f"   worker finished in {took:.1f}s (log: {log_path})")
 
-        out.write("\n3. Running `manage.py sweep` (cron or django-q2 run it every 5 minutes)")
-        swept = StringIO()
-        call_command("sweep", stdout=swept)
-        for line in swept.getvalue().splitlines():
-            out.write(f"   {line}")
+        out.write(
+            "\n3. Timers: the worker booked their due slots and ran them itself, nothing else scheduled"
+        )
+        for timer in DEMO_TIMERS:
+            out.write(f"   {timer_line(timer)}")
 
         out.write("\n4. Emails")
         self._summary()
