@@ -1,7 +1,8 @@
 """django-q2 as the timers' scheduler: one ``Schedule`` per timer, calling ``run_timer``.
 
 The same timers cron would run (``manage.py sweep`` …), so switching schedulers changes no
-behaviour; running both at once is safe too, because each step takes its advisory lock.
+behaviour; each call runs the timer's nearest slot through the slot's row, so django-q2,
+cron and the workers' own booking together still run a slot once.
 """
 
 from __future__ import annotations
@@ -10,9 +11,17 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from jobs.timers import interval, timers
+from jobs.timers import timers
+from jobs.timetable import declarations
 
 RUN_TIMER = "jobs.timers.run_timer"
+
+
+def _minutes(timer: str) -> int:
+    """An interval timer every N minutes; a cron timer every minute, each call running its
+    nearest slot once (django-q2 reads cron in its own zone, the timer in its own)."""
+    every = declarations.spec(timer).calendar.every
+    return max(1, round(every / 60)) if every is not None else 1
 
 
 def schedule_name(timer: str) -> str:
@@ -44,7 +53,7 @@ def install_schedules() -> Installed:
                 "args": repr((timer,)),
                 "kwargs": None,
                 "schedule_type": Schedule.MINUTES,
-                "minutes": max(1, round(interval(timer) / 60)),
+                "minutes": _minutes(timer),
                 "repeats": -1,
             }
             schedule = Schedule.objects.select_for_update().filter(name=name).first()

@@ -1,6 +1,11 @@
 """The engine's own timer steps (part of ``manage.py sweep``)."""
 
+from datetime import timedelta
+
+from django.conf import settings
+
 from jobs import coverage, metrics, periodic, store
+from jobs.timetable import booking
 
 
 @periodic("sweep", every=300)
@@ -12,6 +17,12 @@ def reap_silent_jobs() -> str:
 @periodic("sweep", every=300)
 def prune_finished_jobs() -> str:
     return f"{store.prune()} pruned"
+
+
+@periodic("sweep", every=300)
+def prune_timer_slots() -> str:
+    """The timers' booked slots, kept as long as finished jobs are."""
+    return f"{booking.prune(timedelta(days=settings.JOBS_KEEP_FINISHED_DAYS))} timer slots pruned"
 
 
 @periodic("sweep", every=300)

@@ -179,12 +179,14 @@ class TimerAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     @admin.display(description="state")
     def state(self, timer: Timer) -> SafeString:
         if not timer.declared:
-            return format_html('<span class="quiet">no longer declared</span>')
-        if not timer.enabled:
-            return format_html('<span class="timer-state timer-state--paused">paused</span>')
-        if health.state_of(timer, clock.now()).overdue:
-            return format_html('<span class="timer-state timer-state--overdue">missed its runs</span>')
-        return format_html('<span class="timer-state timer-state--on">on</span>')
+            state, text = "gone", "no longer declared"
+        elif not timer.enabled:
+            state, text = "paused", "paused"
+        elif health.state_of(timer, clock.now()).overdue:
+            state, text = "overdue", "missed its runs"
+        else:
+            state, text = "on", "on"
+        return format_html('<span class="timer-state timer-state--{}">{}</span>', state, text)
 
     @admin.display(description="next slot")
     def next_slot(self, timer: Timer) -> SafeString | str:

@@ -15,7 +15,7 @@ themselves happen later, in the workers, holding no lock of the booking.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -200,3 +200,16 @@ def active_run(timer: Timer) -> Job | None:
         .first()
     )
     return row.job if row else None
+
+
+def prune(older_than: timedelta) -> int:
+    """Delete slot rows booked longer ago than ``older_than``, in batches; the timers' own
+    rows keep their newest and last successful slot, which is all the booking needs."""
+    cutoff = timezone.now() - older_than
+    total = 0
+    while True:
+        # Each batch is its own short statement pair, along the primary key.
+        ids = list(TimerSlot.objects.filter(created_at__lt=cutoff).order_by("id").values_list("id", flat=True)[:5000])
+        if not ids:
+            return total
+        total += TimerSlot.objects.filter(id__in=ids).delete()[0]

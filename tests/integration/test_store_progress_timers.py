@@ -203,12 +203,12 @@ def test_run_timer__skips_a_step_whose_lock_another_session_holds(test_timer: st
     step = f"{__name__}._count_step"
     assert _take_step_lock(other_connection, step)
 
-    results = timers.run_timer(test_timer)
+    results = timers.run_steps(test_timer)
     assert results[step] == "skipped: already running elsewhere"
     assert calls == []
 
     _release_step_lock(other_connection, step)
-    assert timers.run_timer(test_timer)[step] == "counted"
+    assert timers.run_steps(test_timer)[step] == "counted"
     assert calls == ["count"]
 
 

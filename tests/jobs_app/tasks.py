@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from jobs import JobContext, PermanentError, RetryLater, job
-from tests.jobs_app.models import Execution
+from jobs import JobContext, PermanentError, RetryLater, job, periodic
+from tests.jobs_app.models import Execution, SlotRun
 
 
 @job("test.noop", queue="default")
@@ -202,3 +202,54 @@ write_atomic_timeout = job(
 @job("test.noop_atomic", queue="default", atomic=True)
 def noop_atomic(ctx: JobContext, **payload) -> None:
     """Does nothing, in a transaction with its completion: the atomic unit of the benchmarks."""
+
+
+# --- timers of the timer tests: installed paused, resumed by the test that uses one --------
+
+
+def _record_slot(timer: str, slot) -> str:
+    SlotRun.objects.create(timer=timer, slot=slot, pid=os.getpid())
+    return f"ran {slot:%H:%M:%S}"
+
+
+# The fleet test: every second, three workers, kills, a command at the same moment. Atomic,
+# so a run that a kill cut short leaves no row, and its retry writes the one row.
+@periodic(
+    "test.every_second",
+    every=1,
+    overlap="queue",
+    catch_up="all",
+    atomic=True,
+    attempts=20,
+    backoff=(0.2,),
+    paused=True,
+)
+def every_second(*, slot) -> str:
+    return _record_slot("test.every_second", slot)
+
+
+@periodic("test.catch_up_skip", every=1, catch_up="skip", paused=True)
+def catch_up_skip(*, slot) -> str:
+    return _record_slot("test.catch_up_skip", slot)
+
+
+@periodic("test.catch_up_once", every=1, catch_up="once", paused=True)
+def catch_up_once(*, slot) -> str:
+    return _record_slot("test.catch_up_once", slot)
+
+
+@periodic("test.catch_up_all", every=1, catch_up="all", paused=True)
+def catch_up_all(*, slot) -> str:
+    return _record_slot("test.catch_up_all", slot)
+
+
+# Across a daylight-saving change in Berlin: at 02:00 local time every day, and every two
+# seconds (the worker's clock is put just before the change, JOBS_SCHEDULE_CLOCK_OFFSET).
+@periodic("test.dst_daily", cron="0 2 * * *", timezone="Europe/Berlin", catch_up="skip", paused=True)
+def dst_daily(*, slot) -> str:
+    return _record_slot("test.dst_daily", slot)
+
+
+@periodic("test.dst_ticks", cron="*/2 * * * * *", timezone="Europe/Berlin", catch_up="skip", paused=True)
+def dst_ticks(*, slot) -> str:
+    return _record_slot("test.dst_ticks", slot)

@@ -19,7 +19,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs.models import Worker
+from jobs.models import Timer, TimerSlot, Worker
 from pipeline.models import Attachment, EmailMessage, ErrorLogEntry, ModelCallSwitch, PipelineRun
 from tests.factories import WORKER, JobAttemptFactory, JobFactory
 from tests.workspaces import factories as workspace_factories
@@ -125,6 +125,14 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
         ),
     }
     rows[Worker] = Worker.objects.create(name=WORKER, host="host-a", pid=101, queues=["default", "mail"])
+    # A timer with a run that failed, one that ran in a command and a missed slot.
+    sweep = Timer.objects.get(name="sweep")  # installed at migrate
+    TimerSlot.objects.create(timer=sweep, slot=now - timedelta(minutes=10), outcome="missed", covers=3)
+    TimerSlot.objects.create(
+        timer=sweep, slot=now - timedelta(minutes=5), outcome="succeeded", ran_in="manage.py sweep on host-a:7"
+    )
+    TimerSlot.objects.create(timer=sweep, slot=now, outcome="failed", job=job, started_at=now, finished_at=now)
+    rows[Timer] = sweep
     rows[Task] = Task.objects.get(id="s" * 32)  # Success and Failure are proxies of it
     return rows
 

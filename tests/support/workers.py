@@ -28,6 +28,9 @@ def worker_environment() -> dict[str, str]:
             "JOBS_PROGRESS_INTERVAL": "0.1",
             "LOG_LEVEL": "INFO",
             "PYTHONUNBUFFERED": "1",
+            # The timers' slots are booked only by the tests of timers (tests/acceptance/
+            # test_timers_fleet.py), which turn this on: elsewhere a sweep would run mid-test.
+            "JOBS_SCHEDULER": "false",
         }
     )
     if on_mariadb():  # workers poll there: a short interval keeps every hand-off short

@@ -59,7 +59,7 @@ def test_reconcile_command__run_twice_queues_one_job_per_connection():
     first, second = StringIO(), StringIO()
 
     call_command("reconcile", stdout=first)
-    call_command("reconcile", stdout=second)
+    call_command("reconcile", "--force", stdout=second)  # the same slot again, as a slot of its own
 
     assert "3 syncs queued" in first.getvalue()
     assert "0 syncs queued" in second.getvalue()

@@ -44,7 +44,7 @@ def test_trial_sweep__sends_once_per_trial_and_again_for_an_extended_trial():
     org = OrganizationFactory(ending_soon=True)
     out = StringIO()
     call_command("trial_sweep", stdout=out)
-    call_command("trial_sweep", stdout=out)
+    call_command("trial_sweep", "--force", stdout=out)  # the same slot again, as a slot of its own
     assert len(mail.outbox) == 1
     assert "1 trial reminders sent" in out.getvalue() and "0 trial reminders sent" in out.getvalue()
 
