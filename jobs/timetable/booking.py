@@ -209,7 +209,9 @@ def prune(older_than: timedelta) -> int:
     total = 0
     while True:
         # Each batch is its own short statement pair, along the primary key.
-        ids = list(TimerSlot.objects.filter(created_at__lt=cutoff).order_by("id").values_list("id", flat=True)[:5000])
+        ids = list(
+            TimerSlot.objects.filter(created_at__lt=cutoff).order_by("id").values_list("id", flat=True)[:5000]
+        )
         if not ids:
             return total
         total += TimerSlot.objects.filter(id__in=ids).delete()[0]

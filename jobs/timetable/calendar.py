@@ -11,8 +11,9 @@ Two kinds of calendar:
   and one whose time comes twice when they go back runs the first time only; a job that
   runs more often than hourly keeps its pace in real time.
 
-Slots are aware datetimes; ``after`` and friends return them in the calendar's zone (UTC
-for an interval), and every comparison works on the instants.
+Slots are aware datetimes in UTC, whatever zone a cron calendar reads its expression in
+(``jobs.next_slots`` shows them in the timer's zone): two datetimes of one zone compare by
+their wall-clock times, so across a change of the clocks only UTC orders them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from cronsim import CronSim, CronSimError
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_MICROSECOND = timedelta(microseconds=1)
 MAX_CRON_LENGTH = 100
+# Walking back through a cron calendar: windows that double from a minute to a year, and
+# no further back than cronsim looks ahead (50 years).
+_FIRST_WINDOW = timedelta(seconds=64)
+_WIDEST_WINDOW = timedelta(days=366)
+_HORIZON = timedelta(days=50 * 366)
 _UNITS = ((86400, "day"), (3600, "hour"), (60, "minute"), (1, "second"))
 
 
@@ -66,7 +72,7 @@ class Calendar:
     def after(self, moment: datetime, count: int = 1) -> list[datetime]:
         """The next ``count`` slots strictly after ``moment``."""
         slots = []
-        for slot in self._forward(moment):
+        for slot in self._forward(moment.astimezone(UTC)):
             slots.append(slot)
             if len(slots) >= count:
                 break
@@ -78,14 +84,14 @@ class Calendar:
 
     def latest_at_or_before(self, moment: datetime) -> datetime | None:
         """The slot now due at ``moment``: the newest one not after it."""
-        return next(self._backward(moment + ONE_MICROSECOND), None)
+        return next(self._backward(moment.astimezone(UTC) + ONE_MICROSECOND), None)
 
     def newest_between(self, lower: datetime, upper: datetime, limit: int) -> list[datetime]:
         """Up to ``limit`` slots in (``lower``, ``upper``], newest first."""
         found: list[datetime] = []
         if limit <= 0:
             return found
-        for slot in self._backward(upper + ONE_MICROSECOND):
+        for slot in self._backward(upper.astimezone(UTC) + ONE_MICROSECOND):
             if slot <= lower:
                 break
             found.append(slot)
@@ -104,6 +110,7 @@ class Calendar:
         """The slot a command started at ``moment`` stands for: the coming one when it is at
         most ``early`` seconds (and half a period) away, else the one now due. Cron and
         EventBridge start a little early or late; neither doubles nor drops a slot."""
+        moment = moment.astimezone(UTC)
         due = self.latest_at_or_before(moment)
         coming = self.next_after(moment)
         if coming is None:
@@ -130,7 +137,16 @@ class Calendar:
             while True:
                 yield self._slot(index)
                 index += 1
-        yield from CronSim(self.cron, moment.astimezone(self.zone))
+        # Started inside an hour that the clocks repeat, cronsim first names the times of
+        # that hour's first pass, which are behind us: the slots are only those after.
+        # Compared in UTC: two aware datetimes of one zone compare by their wall-clock
+        # times, and 02:00 of the second pass would come before 02:30 of the first.
+        latest = moment.astimezone(UTC)
+        for local in CronSim(self.cron, moment.astimezone(self.zone)):
+            slot = local.astimezone(UTC)
+            if slot > latest:
+                latest = slot
+                yield slot
 
     def _backward(self, before: datetime) -> Iterator[datetime]:
         """Slots strictly before ``before``, newest first."""
@@ -140,7 +156,20 @@ class Calendar:
                 yield self._slot(index)
                 index -= 1
             return
-        yield from CronSim(self.cron, before.astimezone(self.zone), reverse=True)
+        # cronsim's reverse iteration does not name the same slots as its forward one
+        # around a daylight-saving change (it may return the second 02:30 of a night whose
+        # forward run had only the first): walk back in windows, each read forwards.
+        end = before.astimezone(UTC) - ONE_MICROSECOND
+        width = _FIRST_WINDOW
+        while end > before - _HORIZON:
+            start = end - width
+            window = []
+            for slot in self._forward(start):
+                if slot > end:
+                    break
+                window.append(slot)
+            yield from reversed(window)
+            end, width = start, min(width * 2, _WIDEST_WINDOW)
 
     def _index_at_or_before(self, moment: datetime) -> int:
         assert self.every is not None

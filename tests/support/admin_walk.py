@@ -129,9 +129,14 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
     sweep = Timer.objects.get(name="sweep")  # installed at migrate
     TimerSlot.objects.create(timer=sweep, slot=now - timedelta(minutes=10), outcome="missed", covers=3)
     TimerSlot.objects.create(
-        timer=sweep, slot=now - timedelta(minutes=5), outcome="succeeded", ran_in="manage.py sweep on host-a:7"
+        timer=sweep,
+        slot=now - timedelta(minutes=5),
+        outcome="succeeded",
+        ran_in="manage.py sweep on host-a:7",
     )
-    TimerSlot.objects.create(timer=sweep, slot=now, outcome="failed", job=job, started_at=now, finished_at=now)
+    TimerSlot.objects.create(
+        timer=sweep, slot=now, outcome="failed", job=job, started_at=now, finished_at=now
+    )
     rows[Timer] = sweep
     rows[Task] = Task.objects.get(id="s" * 32)  # Success and Failure are proxies of it
     return rows
