@@ -23,6 +23,7 @@ from jobs.worker.guard import DatabaseGuard
 from jobs.worker.progress import ProgressSlot, ProgressWriter
 from tests.support.database import on_mariadb, raw_connection
 from tests.support.job_states import claim_one, make_silent
+from tests.support.timer_locks import advisory_key, release_step_lock, take_step_lock
 
 pytestmark = pytest.mark.django_db
 
@@ -159,33 +160,6 @@ def test_timer() -> Iterator[str]:
     timers._steps.pop("test.timer", None)
 
 
-# A step's lock as another session takes it: PostgreSQL's advisory lock on the step's key,
-# MariaDB's named lock (GET_LOCK) named after this database and the step.
-
-
-def _advisory_key(step_name: str) -> int:
-    return zlib.crc32(f"jobs.timer:{step_name}".encode())
-
-
-def _take_step_lock(session, step_name: str) -> bool:
-    """Without waiting, as ``jobs.timers`` does; held by the session until released."""
-    if on_mariadb():
-        return (
-            session.execute(sql.MARIADB_TRY_LOCK_TIMER_STEP, [zlib.crc32(step_name.encode())]).fetchone()[0]
-            == 1
-        )
-    return (
-        session.execute("SELECT pg_try_advisory_lock(%s)", [_advisory_key(step_name)]).fetchone()[0] is True
-    )
-
-
-def _release_step_lock(session, step_name: str) -> None:
-    if on_mariadb():
-        session.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [zlib.crc32(step_name.encode())])
-    else:
-        session.execute("SELECT pg_advisory_unlock(%s)", [_advisory_key(step_name)])
-
-
 def _step_lock_holders(cursor, step_name: str) -> list[int]:
     """The sessions (ids) holding the step's lock."""
     if on_mariadb():
@@ -193,7 +167,7 @@ def _step_lock_holders(cursor, step_name: str) -> list[int]:
         return [row[0] for row in cursor.fetchall() if row[0] is not None]
     cursor.execute(
         f"SELECT pid FROM pg_locks WHERE {_OUR_ADVISORY_LOCKS} AND objid = %s AND granted",
-        [_advisory_key(step_name)],
+        [advisory_key(step_name)],
     )
     return [row[0] for row in cursor.fetchall()]
 
@@ -201,13 +175,13 @@ def _step_lock_holders(cursor, step_name: str) -> list[int]:
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_run_timer__skips_a_step_whose_lock_another_session_holds(test_timer: str, other_connection):
     step = f"{__name__}._count_step"
-    assert _take_step_lock(other_connection, step)
+    assert take_step_lock(other_connection, step)
 
     results = timers.run_steps(test_timer)
     assert results[step] == "skipped: already running elsewhere"
     assert calls == []
 
-    _release_step_lock(other_connection, step)
+    release_step_lock(other_connection, step)
     assert timers.run_steps(test_timer)[step] == "counted"
     assert calls == ["count"]
 
@@ -215,7 +189,7 @@ def test_run_timer__skips_a_step_whose_lock_another_session_holds(test_timer: st
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
 def test_run_timer__releases_its_locks_so_another_session_can_run_next(test_timer: str, other_connection):
     timers.run_timer(test_timer)
-    assert _take_step_lock(other_connection, f"{__name__}._count_step")
+    assert take_step_lock(other_connection, f"{__name__}._count_step")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -228,14 +202,14 @@ def test_run_timer__a_step_locked_in_another_database_of_the_server_still_runs(t
     try:
         if on_mariadb():
             elsewhere.execute("USE mysql")
-            assert _take_step_lock(elsewhere, step)
+            assert take_step_lock(elsewhere, step)
         else:
             elsewhere.close()
             params = {**connection.get_connection_params(), "dbname": "postgres"}
             for name in ("cursor_factory", "context", "prepare_threshold"):
                 params.pop(name, None)
             elsewhere = psycopg.connect(**params, autocommit=True)
-            assert _take_step_lock(elsewhere, step)
+            assert take_step_lock(elsewhere, step)
         assert timers.run_timer(test_timer)[step] == "counted"
     finally:
         elsewhere.close()
