@@ -94,6 +94,11 @@ def register(job_type: JobType) -> None:
     _registry[job_type.name] = job_type
 
 
+def remove(name: str) -> None:
+    """Forget a type (a timer removed by a test that declared it)."""
+    _registry.pop(name, None)
+
+
 def get(name: str) -> JobType:
     try:
         return _registry[name]

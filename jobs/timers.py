@@ -12,16 +12,18 @@ A timer is a name with one or more steps. Each is a schedule in the database
 steps as a job of the timer's own type, and ``manage.py sweep`` (cron, EventBridge) or
 django-q2 run the nearest slot through the same key (``run_timer``).
 
-Each step runs under a lock named after it (a PostgreSQL advisory lock, MariaDB's
-GET_LOCK), so two runs at the same moment never do the same work twice. The lock is held
-on a session of its own (see ``_StepLocks``); on PostgreSQL by a transaction, so it works
-the same through a pooler in transaction mode.
+A run holds every step's lock (a PostgreSQL advisory lock, MariaDB's GET_LOCK, named
+after the step) for its whole length, so two runs of one timer never overlap: a worker's
+run that finds one held goes back to the queue for a moment, a command's waits. The locks
+are held on a session of their own (see ``_StepLocks``); on PostgreSQL by a transaction,
+so they work the same through a pooler in transaction mode.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -119,9 +121,13 @@ def interval(timer: str) -> int:
 
 
 def forget(timer: str) -> None:
-    """Remove a timer and its steps (tests that declare timers of their own)."""
+    """Remove a timer, its steps and its runs' job type (tests that declare timers of their own)."""
     _steps.pop(timer, None)
     declarations.forget(timer)
+    if apps.models_ready:
+        from jobs import registry
+
+        registry.remove(declarations.job_type_name(timer))
 
 
 def run_timer(timer: str, force: bool = False) -> dict[str, object]:
@@ -133,24 +139,26 @@ def run_timer(timer: str, force: bool = False) -> dict[str, object]:
     return outside.run_nearest_slot(timer, force=force, runner="django-q2").results
 
 
-def run_steps(timer: str, slot: datetime | None = None) -> dict[str, object]:
-    """Run every step of ``timer`` now, here, each under its lock; returns each step's
-    result, "skipped" (its lock was held elsewhere) or "failed: …"."""
-    return {name: result.text for name, result in run_each_step(timer, slot).items()}
-
-
-def run_each_step(timer: str, slot: datetime | None = None) -> dict[str, StepResult]:
-    """``run_steps``, with each step's error kept apart from its value."""
+def run_steps(timer: str, slot: datetime | None = None, *, wait: float = 0.0) -> dict[str, StepResult] | None:
+    """Every step of ``timer``, here, in order, holding all their locks; each step's
+    result (a failing step is logged and the others still run). None when another run
+    holds one of the locks, still after ``wait`` seconds: runs of one timer never overlap,
+    and a run that waits runs all of its steps afterwards rather than skipping some."""
     steps = _known(timer)
-    results: dict[str, StepResult] = {}
+    names = [step.name for step in steps]
+    deadline = time.monotonic() + wait
     with _StepLocks() as locks:
-        for step in steps:
-            with locks.hold(step.name) as acquired:
-                results[step.name] = call_step(step, slot) if acquired else StepResult(SKIPPED)
-    return results
+        while True:
+            with locks.hold_all(names) as acquired:
+                if acquired:
+                    return {step.name: call_step(step, slot) for step in steps}
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(LOCK_POLL)
 
 
-SKIPPED = "skipped: already running elsewhere"
+#: How often a run waiting for another run's locks looks again (seconds).
+LOCK_POLL = 0.1
 
 
 @dataclass(frozen=True)
@@ -170,15 +178,6 @@ def call_step(step: TimerStep, slot: datetime | None) -> StepResult:
     except Exception as exc:
         logger.exception("Timer step %s failed.", step.name)
         return StepResult(None, f"{type(exc).__name__}: {exc}")
-
-
-@contextmanager
-def holding_every_step(timer: str) -> Iterator[list[TimerStep] | None]:
-    """The steps of ``timer`` with all their locks held, or None when another run holds
-    one of them: a worker's run waits for the other instead of skipping its steps."""
-    steps = _known(timer)
-    with _StepLocks() as locks, locks.hold_all([step.name for step in steps]) as acquired:
-        yield steps if acquired else None
 
 
 def _known(timer: str) -> list[TimerStep]:
@@ -209,25 +208,6 @@ class _StepLocks:
         if self._session is not None:
             self._session.close()
             self._session = None
-
-    @contextmanager
-    def hold(self, name: str) -> Iterator[bool]:
-        if connection.vendor == "mysql":
-            yield from self._hold_named_lock(name)
-            return
-        if connection.vendor != "postgresql":
-            yield True
-            return
-        session = self._open()
-        session.set_autocommit(False)
-        try:
-            with session.cursor() as cursor:
-                cursor.execute(sql.TRY_LOCK_TIMER_STEP, [_advisory_key(name)])
-                row = cursor.fetchone()
-            yield bool(row and row[0])
-        finally:
-            session.rollback()  # ends the transaction: the lock goes with it
-            session.set_autocommit(True)
 
     @contextmanager
     def hold_all(self, names: Sequence[str]) -> Iterator[bool]:
@@ -270,21 +250,6 @@ class _StepLocks:
         finally:
             with session.cursor() as cursor:
                 for key in taken:
-                    cursor.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [key])
-
-    def _hold_named_lock(self, name: str) -> Iterator[bool]:
-        """MariaDB and MySQL: GET_LOCK on a session of its own, released after the step."""
-        session = self._open()
-        key = zlib.crc32(name.encode())  # named with the database, see sql.MARIADB_TRY_LOCK_TIMER_STEP
-        with session.cursor() as cursor:
-            cursor.execute(sql.MARIADB_TRY_LOCK_TIMER_STEP, [key])
-            row = cursor.fetchone()
-        held = bool(row and row[0] == 1)
-        try:
-            yield held
-        finally:
-            if held:
-                with session.cursor() as cursor:
                     cursor.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [key])
 
     def _open(self) -> BaseDatabaseWrapper:

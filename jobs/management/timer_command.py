@@ -9,6 +9,7 @@ class TimerCommand(BaseCommand):
     a slot of its own)."""
 
     timer = ""
+    runner = ""  # how the slot's row names where it ran; "manage.py <timer>" by default
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
@@ -18,12 +19,16 @@ class TimerCommand(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        from jobs.timetable.outside import run_nearest_slot  # needs the models: not at import
+        from jobs.timetable.outside import RunBusy, run_nearest_slot  # needs the models: not at import
 
         try:
-            run = run_nearest_slot(self.timer, force=options["force"], runner=f"manage.py {self.timer}")
+            run = run_nearest_slot(
+                self.timer, force=options["force"], runner=self.runner or f"manage.py {self.timer}"
+            )
         except KeyError as exc:
             raise CommandError(str(exc.args[0])) from None
+        except RunBusy as exc:
+            raise CommandError(str(exc)) from None
         self.stdout.write(run.message)
         if run.ran:
             for step, result in run.results.items():

@@ -4,14 +4,16 @@ A command runs the timer's nearest slot (``Calendar.nearest``: the one now due, 
 coming one when it starts a little early) here, in its own process, through the same row a
 worker books: if the slot was booked already, by a worker, another cron host or an earlier
 run, it says so and runs nothing. ``force`` runs a slot of its own anyway (as Run now
-does). A paused timer runs only when forced. Each step still takes its lock and is skipped
-when another run holds it, as before slots were recorded.
+does). A paused timer runs only when forced. The run holds every step's lock:
+while another run of the timer holds one, the command waits for it (up to the timer's
+period, 5 s to 5 min) and then runs every step.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,6 +24,10 @@ from jobs import timers
 from jobs.models import Timer, TimerSlot
 from jobs.timetable import booking, clock, declarations, install, runs
 from jobs.timetable.declarations import slot_text
+
+
+class RunBusy(RuntimeError):
+    """Another run of the timer held its steps for as long as a command waits."""
 
 
 @dataclass(frozen=True)
@@ -63,12 +69,16 @@ def run_nearest_slot(name: str, *, force: bool = False, runner: str = "manage.py
             slot = slot.replace(microsecond=(slot.microsecond + 1) % 1_000_000)
     assert slot is not None and row is not None
     local = slot.astimezone(spec.calendar.zone)
-    if spec.atomic:
-        with transaction.atomic():
-            results = timers.run_each_step(name, local)
-            runs.ended(name, slot, results)
-    else:
-        results = timers.run_each_step(name, local)
+    with transaction.atomic() if spec.atomic else nullcontext():  # its writes with its end
+        results = timers.run_steps(name, local, wait=runs.command_wait(spec))
+        if results is None:
+            waited = {
+                name: timers.StepResult(
+                    None, f"Busy: another run held its steps for {runs.command_wait(spec):g} s"
+                )
+            }
+            runs.ended(name, slot, waited)
+            raise RunBusy(f"{name}: slot {_when(slot)} did not run: another run of the timer held its steps.")
         runs.ended(name, slot, results)
     kind = "its own slot" if row.kind == TimerSlot.Kind.MANUAL else "slot"
     return CommandRun(

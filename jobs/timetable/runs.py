@@ -3,11 +3,11 @@ type) and as a command's run (``jobs.timetable.outside``), and what either write
 slot's row: when it started and ended, its outcome, each step's line, and the timer's last
 successful slot (what the missed-run warning reads).
 
-A worker's run holds every step's lock for the whole run. When another run of the timer
-holds one (the previous slot's run, a cron run of ``manage.py sweep``), it does not skip
-the step, as a second cron run does: it goes back to the queue for a moment
-(``RetryLater``, no attempt used), so runs of one timer never overlap and every booked slot
-runs all of its steps.
+A run holds every step's lock for the whole run (``jobs.timers.run_steps``). When another
+run of the timer holds one (the previous slot's run, a cron run of ``manage.py sweep``), a
+worker's run goes back to the queue for a moment (``RetryLater``, no attempt used) and a
+command's waits: runs of one timer never overlap, and every booked slot runs all of its
+steps.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from jobs.timetable.declarations import TimerSpec, parse_slot
 #: How long a run that waits for another run of its timer waits between looks: a tenth of
 #: the timer's period, within these bounds (seconds).
 WAIT_SHORTEST, WAIT_LONGEST = 0.2, 60.0
+#: How long a command waits for another run of its timer to finish: its period, within these.
+COMMAND_WAIT_SHORTEST, COMMAND_WAIT_LONGEST = 5.0, 300.0
 #: The steps' lines kept on a slot's row.
 RESULT_CHARS = 10_000
 
@@ -48,15 +50,12 @@ def run_slot(ctx: JobContext, *, timer: str, slot: str, kind: str = "scheduled")
     if spec is None:
         raise PermanentError(f"Timer {timer!r} is no longer declared; its slot {slot} cannot run.")
     moment = parse_slot(slot)
-    with timers.holding_every_step(timer) as steps:
-        if steps is None:
-            raise RetryLater(
-                f"Waiting for another run of the timer {timer!r} to finish its steps.",
-                delay=_wait(spec),
-            )
-        started(timer, moment)
-        local = moment.astimezone(spec.calendar.zone)
-        results = {step.name: timers.call_step(step, local) for step in steps}
+    started(timer, moment)
+    results = timers.run_steps(timer, moment.astimezone(spec.calendar.zone))
+    if results is None:
+        raise RetryLater(
+            f"Waiting for another run of the timer {timer!r} to finish its steps.", delay=_wait(spec)
+        )
     failed = ended(timer, moment, results)
     if failed:
         raise TimerStepFailed("; ".join(failed))
@@ -89,3 +88,9 @@ def ended(timer: str, slot: datetime, results: Mapping[str, timers.StepResult]) 
 def _wait(spec: TimerSpec) -> float:
     period = spec.calendar.every or 60
     return min(WAIT_LONGEST, max(WAIT_SHORTEST, period / 10))
+
+
+def command_wait(spec: TimerSpec) -> float:
+    """How long a command waits for another run of its timer (its period, 5 s to 5 min)."""
+    period = spec.calendar.every or 300
+    return min(COMMAND_WAIT_LONGEST, max(COMMAND_WAIT_SHORTEST, float(period)))

@@ -157,7 +157,7 @@ def test_timer() -> Iterator[str]:
     timers.periodic("test.timer", every=60)(_broken_step)
     timers.periodic("test.timer", every=30)(_count_step)
     yield "test.timer"
-    timers._steps.pop("test.timer", None)
+    timers.forget("test.timer")
 
 
 def _step_lock_holders(cursor, step_name: str) -> list[int]:
@@ -173,27 +173,31 @@ def _step_lock_holders(cursor, step_name: str) -> list[int]:
 
 
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
-def test_run_timer__skips_a_step_whose_lock_another_session_holds(test_timer: str, other_connection):
+def test_run_steps__runs_no_step_while_another_session_holds_one_and_every_step_after(
+    test_timer: str, other_connection
+):
+    """Runs of one timer never overlap, and none runs only some of its steps."""
     step = f"{__name__}._count_step"
     assert take_step_lock(other_connection, step)
 
-    results = timers.run_steps(test_timer)
-    assert results[step] == "skipped: already running elsewhere"
+    assert timers.run_steps(test_timer) is None
+    assert timers.run_steps(test_timer, wait=0.3) is None  # waited, and it was still held
     assert calls == []
 
     release_step_lock(other_connection, step)
-    assert timers.run_steps(test_timer)[step] == "counted"
+    results = timers.run_steps(test_timer)
+    assert results is not None and results[step].text == "counted"
     assert calls == ["count"]
 
 
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
-def test_run_timer__releases_its_locks_so_another_session_can_run_next(test_timer: str, other_connection):
-    timers.run_timer(test_timer)
+def test_run_steps__releases_its_locks_so_another_session_can_run_next(test_timer: str, other_connection):
+    timers.run_steps(test_timer)
     assert take_step_lock(other_connection, f"{__name__}._count_step")
 
 
 @pytest.mark.django_db(transaction=True)
-def test_run_timer__a_step_locked_in_another_database_of_the_server_still_runs(test_timer: str):
+def test_run_steps__a_step_locked_in_another_database_of_the_server_still_runs(test_timer: str):
     """A step's lock belongs to its database (PostgreSQL's advisory locks are per database;
     MariaDB's named locks are the server's, so the name carries the database): staging's
     sweep on the same server does not make production's skip its steps."""
@@ -210,15 +214,18 @@ def test_run_timer__a_step_locked_in_another_database_of_the_server_still_runs(t
                 params.pop(name, None)
             elsewhere = psycopg.connect(**params, autocommit=True)
             assert take_step_lock(elsewhere, step)
-        assert timers.run_timer(test_timer)[step] == "counted"
+        results = timers.run_steps(test_timer)
+        assert results is not None and results[step].text == "counted"
     finally:
         elsewhere.close()
 
 
-def test_run_timer__a_failing_step_does_not_stop_the_others(test_timer: str):
-    results = timers.run_timer(test_timer)
-    assert results[f"{__name__}._broken_step"] == "failed: step broke"
-    assert results[f"{__name__}._count_step"] == "counted"
+def test_run_steps__a_failing_step_does_not_stop_the_others(test_timer: str):
+    results = timers.run_steps(test_timer)
+    assert results is not None
+    assert results[f"{__name__}._broken_step"].text == "failed: step broke"
+    assert results[f"{__name__}._broken_step"].error == "RuntimeError: step broke"
+    assert results[f"{__name__}._count_step"].text == "counted"
     assert timers.interval(test_timer) == 30
 
 
@@ -239,7 +246,7 @@ def test_sweep_command__runs_the_reaper_and_pruning():
 
 
 @pytest.mark.django_db(transaction=True)  # the lock's session must see the step's database
-def test_run_timer__the_step_lock_lives_on_a_session_of_its_own_and_ends_with_the_step(other_connection):
+def test_run_steps__the_step_lock_lives_on_a_session_of_its_own_and_ends_with_the_step(other_connection):
     """Behind a transaction pooler the step's own connection may run each statement in
     another server session: a lock taken there would stay behind, so the lock is held by a
     session of its own while the step runs, and is gone when it returns."""
@@ -247,9 +254,9 @@ def test_run_timer__the_step_lock_lives_on_a_session_of_its_own_and_ends_with_th
     step = f"{__name__}._lock_holders_step"
     timers.periodic("test.locks", every=60)(_lock_holders_step)
     try:
-        assert timers.run_timer("test.locks") == {step: "looked"}
+        assert timers.run_steps("test.locks") == {step: timers.StepResult("looked")}
     finally:
-        timers._steps.pop("test.locks", None)
+        timers.forget("test.locks")
     *holders, own = lock_holders
     assert len(holders) == 1, "one session, and only one, held the step's lock while it ran"
     assert holders[0] != -own, "the step's own session held its lock"

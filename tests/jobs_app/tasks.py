@@ -225,6 +225,7 @@ def _record_slot(timer: str, slot) -> str:
     paused=True,
 )
 def every_second(*, slot) -> str:
+    time.sleep(0.3)  # long enough for a kill to land mid-run now and then
     return _record_slot("test.every_second", slot)
 
 
