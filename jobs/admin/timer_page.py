@@ -25,6 +25,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
+from jobs.admin.counting import BoundedCountingMixin
 from jobs.admin.display import format_duration, timestamp
 from jobs.admin.operations import next_url
 from jobs.admin.permissions import ViewJobsPermissionMixin, can_view
@@ -62,9 +63,9 @@ class TimerForm(forms.ModelForm):
 
 
 @admin.register(Timer)
-class TimerAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
+class TimerAdmin(ViewJobsPermissionMixin, BoundedCountingMixin, admin.ModelAdmin):
     form = TimerForm
-    list_display = ("name", "schedule", "state", "next_slot", "last_slot", "missed_or_skipped")
+    list_display = ("name", "schedule", "state", "next_slot", "last_run", "missed_or_skipped")
     list_display_links = ("name",)
     sortable_by = ()
     actions = None
@@ -133,7 +134,9 @@ class TimerAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     def pause_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         def pause(timer: Timer) -> tuple[str, SafeString]:
             schedule.pause(timer.name)
-            return "Paused", format_html("{} is paused: no slot is booked until it is resumed.", timer.name)
+            return "Paused", format_html(
+                "Timer {} is paused: no slot is booked until it is resumed.", timer.name
+            )
 
         return self._act(request, object_id, pause)
 
@@ -141,7 +144,7 @@ class TimerAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     def resume_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         def resume(timer: Timer) -> tuple[str, SafeString]:
             schedule.resume(timer.name)
-            return "Resumed", format_html("{} is resumed from its next slot.", timer.name)
+            return "Resumed", format_html("Timer {} is resumed from its next slot.", timer.name)
 
         return self._act(request, object_id, resume)
 
@@ -151,7 +154,7 @@ class TimerAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
             job = schedule.run_now(timer.name, by=request.user.get_username())
             url = reverse("admin:platform_job_change", args=[job.pk])
             return f"Run now (job #{job.pk})", format_html(
-                '{} runs now as a slot of its own: job <a href="{}">#{}</a>.', timer.name, url, job.pk
+                'Timer {} runs now as a slot of its own: job <a href="{}">#{}</a>.', timer.name, url, job.pk
             )
 
         return self._act(request, object_id, run)
@@ -197,7 +200,7 @@ class TimerAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
         return timestamp(coming, now)
 
     @admin.display(description="last slot")
-    def last_slot(self, timer: Timer) -> SafeString | str:
+    def last_run(self, timer: Timer) -> SafeString | str:
         row = timer.slots.select_related("job").order_by("-slot").first()
         return slot_summary(row) if row else "—"
 

@@ -103,7 +103,7 @@ def _when(slot: datetime | None) -> str:
 
 
 def _already(timer: Timer, slot: datetime | None) -> str:
-    row = TimerSlot.objects.filter(timer=timer, slot=slot).select_related("job").first()
+    row = TimerSlot.objects.filter(timer=timer, slot=slot).select_related("job").first() if slot else None
     if row is None:
         return "was booked already"
     if row.job is not None:

@@ -87,6 +87,7 @@ def set_interval(name: str, every: int) -> Timer:
 def run_now(name: str, *, by: str = "") -> Job:
     _timer_exists(name)
     booked = booking.book_manual(name, by=by)
+    assert booked.job_id is not None  # a manual slot is always a run
     return Job.objects.get(pk=booked.job_id)
 
 

@@ -282,8 +282,9 @@ class Supervisor:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):
             self._connect_listener()
-        if self.schedules.due(now) and self.db.available(now) and self.db.call(self.schedules.tick):
-            for lane in self.lanes:
+        if self.schedules.due(now) and self.db.available(now):
+            enqueued = self.db.call(self.schedules.tick)
+            for lane in self.lanes if enqueued else ():
                 lane.maybe_work = True  # timer runs were just enqueued
 
     def _keep_alive(self, now: float) -> bool:
