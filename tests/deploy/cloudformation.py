@@ -57,10 +57,12 @@ class Template:
         return str(value)
 
     def resources(self, resource_type: str | None = None) -> dict[str, dict[str, Any]]:
+        """The resources the stack has (of ``resource_type``): those whose condition holds."""
         return {
             logical_id: resource
             for logical_id, resource in self.body["Resources"].items()
-            if resource_type is None or resource["Type"] == resource_type
+            if (resource_type is None or resource["Type"] == resource_type)
+            and ("Condition" not in resource or self.condition(resource["Condition"]))
         }
 
     def properties(self, logical_id: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import pytest
 from django.core.management import get_commands
 
 from jobs import metrics
+from jobs.timetable import health
 from tests.deploy.cloudformation import SKIPPED_BY_MOTO, Template, container_overrides, create_skipped
 from tests.support.waiting import wait_for
 
@@ -77,6 +78,9 @@ def stack(moto_server: str) -> Iterator[Stack]:
         "SecretKeySecretArn": key_arn,
         "MetricsNamespace": NAMESPACE,
         "AlarmTopicArn": f"arn:aws:sns:{REGION}:{ACCOUNT}:platform-alarms",
+        # The option with every resource: EventBridge Scheduler runs the timers. The default
+        # (the workers book them) is checked in the resolved template below.
+        "TimerScheduler": "eventbridge",
     }
 
     cloudformation = aws("cloudformation")
@@ -167,6 +171,24 @@ def test_task_definition__runs_runworker_and_gives_it_120_seconds_to_stop(stack)
     assert float(environment["JOBS_SHUTDOWN_TIMEOUT"]) < container["stopTimeout"]
     assert container["logConfiguration"]["options"]["awslogs-group"] == stack.physical_ids["LogGroup"]
     assert "runworker" in get_commands()
+    assert environment["JOBS_SCHEDULER"] == "false"  # EventBridge runs the timers here
+
+
+def test_timers__by_default_the_workers_book_them_and_no_schedule_is_made():
+    template = Template(
+        TEMPLATE,
+        parameters={"Image": "platform:1", "Cluster": CLUSTER, "Subnets": "subnet-a", "SecurityGroups": "sg-a",
+                    "DatabaseUrlSecretArn": "arn", "SecretKeySecretArn": "arn"},
+        pseudo={"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK, "AWS::Partition": "aws"},
+    )  # fmt: skip
+    template.attributes.update({(role, "Arn"): f"arn:{role}" for role in ("ExecutionRole", "TaskRole")})
+    template.refs["LogGroup"] = "/ecs/platform/worker"
+
+    assert template.resources("AWS::Scheduler::Schedule") == {}
+    assert "SchedulerRole" not in template.resources()
+    (container,) = template.properties("TaskDefinition")["ContainerDefinitions"]
+    assert {"Name": "JOBS_SCHEDULER", "Value": "true"} in container["Environment"]
+    assert "OverdueTimersAlarm" in template.resources()
 
 
 def test_task_definition__takes_the_database_url_and_secret_key_from_secrets_manager_only(stack):
@@ -253,7 +275,7 @@ def test_scaling__tracks_backlog_per_task_and_steps_out_on_the_oldest_jobs_age(s
     assert scale_out["AlarmActions"] == [policies["StepScaling"]["PolicyARN"]]
 
 
-def test_alarms__watch_failed_jobs_the_oldest_jobs_age_unserved_jobs_and_a_silent_sweep(stack):
+def test_alarms__watch_failed_jobs_the_oldest_jobs_age_unserved_jobs_a_silent_sweep_and_overdue_timers(stack):
     topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:platform-alarms"
     alarms = {
         alarm["AlarmName"].removeprefix(f"{STACK}-"): alarm
@@ -288,6 +310,13 @@ def test_alarms__watch_failed_jobs_the_oldest_jobs_age_unserved_jobs_and_a_silen
     assert unserved["AlarmActions"] == [topic]
     silent = alarms["sweep-silent"]
     assert (silent["MetricName"], silent["TreatMissingData"]) == (metrics.QUEUED_JOBS, "breaching")
+    overdue = alarms["overdue-timers"]
+    assert (overdue["MetricName"], overdue["Statistic"], overdue["Threshold"]) == (
+        health.OVERDUE_TIMERS,
+        "Maximum",
+        1,
+    )
+    assert overdue["AlarmActions"] == [topic]
 
 
 @pytest.mark.parametrize(
