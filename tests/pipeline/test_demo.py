@@ -1,8 +1,10 @@
 """``manage.py migrate`` then ``manage.py demo`` on the embedded defaults (SQLite under a
-fresh VAR_DIR, local blobs, local classifier): the README's first command."""
+fresh VAR_DIR, local blobs, local classifier): the README's first command. Its worker also
+books and runs the three timers' slots, with nothing else scheduled."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,5 +20,10 @@ def test_demo__runs_on_the_embedded_defaults_with_no_environment(tmp_path: Path)
     assert out.count("duplicate of #") == 1
     assert "Rechnung für März" in out
     assert "Jobs: 7 succeeded." in out
+    # The seed's three timers, booked and run by the demo's worker alone.
+    for timer in ("sweep", "reconcile", "trial_sweep"):
+        assert re.search(
+            rf"{timer} +slot \d\d:\d\d:\d\d UTC \((scheduled|catch-up)\): job #\d+ succeeded", out
+        ), out
     assert (tmp_path / "var" / "platform.sqlite3").is_file()
     assert list((tmp_path / "var" / "blobs").rglob("*.eml"))
