@@ -11,7 +11,7 @@ from django.contrib.admin.models import LogEntry
 from jobs.models import Timer, TimerSlot
 from tests.admin_jobs import make_user, make_viewer
 from tests.browser import test_admin_browser
-from tests.browser.test_admin_browser import CHROMIUM, log_in, screenshot
+from tests.browser.test_admin_browser import log_in, screenshot
 from tests.support.waiting import wait_for
 
 browser = test_admin_browser.browser  # the page's Chromium fixture, shared with its other tests
