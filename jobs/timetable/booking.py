@@ -165,6 +165,8 @@ def book_manual(name: str, *, by: str = "", now: datetime | None = None) -> Book
 def reserve(timer: Timer, slot: datetime, *, kind: str, ran_in: str) -> TimerSlot | None:
     """A command's slot: its row, marked running here; None when the slot was booked
     already (by a worker, another cron host, an earlier run)."""
+    if TimerSlot.objects.filter(timer=timer, slot=slot).exists():
+        return None  # the common case, answered without waiting for a lock
     with transaction.atomic():
         locked = Timer.objects.select_for_update().get(pk=timer.pk)  # the one row, for this insert
         try:

@@ -1,6 +1,7 @@
 """The declared timers as rows: created at ``migrate`` (like permissions) and again when a
 worker starts (a release may add a timer without a migration), updated to what the code
-declares, and marked undeclared when the code no longer has them (their history stays).
+declares, and marked undeclared at ``migrate`` when the code no longer has them (their
+history stays).
 
 What an operator changed stays: the interval, while the code still declares the one it
 declared before, and the pause. A change of schedule in the code starts the timer afresh
@@ -26,7 +27,9 @@ class Installed:
     undeclared: list[str]
 
 
-def install(now: datetime | None = None) -> Installed:
+def install(now: datetime | None = None, *, mark_gone: bool = True) -> Installed:
+    """``mark_gone=False`` (a worker starting) leaves the timers this process does not
+    declare as they are: during a rolling deploy an older release may start a worker."""
     now = now or clock.now()
     created, updated = [], []
     names = declarations.declared()
@@ -36,8 +39,12 @@ def install(now: datetime | None = None) -> Installed:
             created.append(name)
         elif outcome == "updated":
             updated.append(name)
-    gone = list(Timer.objects.filter(declared=True).exclude(name__in=names).values_list("name", flat=True))
-    Timer.objects.filter(name__in=gone).update(declared=False)
+    gone = []
+    if mark_gone:
+        gone = list(
+            Timer.objects.filter(declared=True).exclude(name__in=names).values_list("name", flat=True)
+        )
+        Timer.objects.filter(name__in=gone).update(declared=False)
     return Installed(created, updated, sorted(gone))
 
 

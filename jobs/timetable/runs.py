@@ -1,7 +1,7 @@
 """A timer run's body, as a worker's job (``run_slot``, the handler of every ``timer.*``
-type) and as a command's run (``jobs.timetable.outside``), and what either writes on the
-slot's row: when it started and ended, its outcome, each step's line, and the timer's last
-successful slot (what the missed-run warning reads).
+type) and as a command's run (``jobs.timetable.outside``), and what either writes at its
+end: the slot's outcome and each step's line, and the timer's last successful slot (what
+the missed-run warning reads). A job's start is its job's; a command's, its slot's row.
 
 A run holds every step's lock for the whole run (``jobs.timers.run_steps``). When another
 run of the timer holds one (the previous slot's run, a cron run of ``manage.py sweep``), a
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
+from django.db import transaction
 from django.db.models import Value
 from django.db.models.functions import Coalesce, Greatest, Now
 
@@ -50,7 +51,6 @@ def run_slot(ctx: JobContext, *, timer: str, slot: str, kind: str = "scheduled")
     if spec is None:
         raise PermanentError(f"Timer {timer!r} is no longer declared; its slot {slot} cannot run.")
     moment = parse_slot(slot)
-    started(timer, moment)
     results = timers.run_steps(timer, moment.astimezone(spec.calendar.zone))
     if results is None:
         raise RetryLater(
@@ -61,16 +61,14 @@ def run_slot(ctx: JobContext, *, timer: str, slot: str, kind: str = "scheduled")
         raise TimerStepFailed("; ".join(failed))
 
 
-def started(timer: str, slot: datetime, ran_in: str = "") -> None:
-    updates = {"outcome": TimerSlot.Outcome.RUNNING, "started_at": Now(), "finished_at": None}
-    if ran_in:
-        updates["ran_in"] = ran_in[:200]
-    TimerSlot.objects.filter(timer__name=timer, slot=slot).update(**updates)
-
-
 def ended(timer: str, slot: datetime, results: Mapping[str, timers.StepResult]) -> list[str]:
     """Write the run's end on its slot (and, when every step succeeded, on its timer);
-    returns the failed steps' lines."""
+    returns the failed steps' lines.
+
+    The slot's row is written last thing in an atomic run's transaction, so its lock lives
+    for the commit only. The timer's row is written once that transaction has committed:
+    a command booking a slot locks the timer's row and then inserts the slot's, and a run
+    that held a slot's row while waiting for the timer's would wait for it in a circle."""
     failed = [f"{name} failed: {result.error}" for name, result in results.items() if result.error]
     lines = "\n".join(f"{name}: {result.text}" for name, result in results.items())
     outcome = TimerSlot.Outcome.FAILED if failed else TimerSlot.Outcome.SUCCEEDED
@@ -78,9 +76,11 @@ def ended(timer: str, slot: datetime, results: Mapping[str, timers.StepResult]) 
         outcome=outcome, finished_at=Now(), result=lines[:RESULT_CHARS]
     )
     if not failed:
-        Timer.objects.filter(name=timer).update(
-            last_success_slot=Greatest(Coalesce("last_success_slot", Value(slot)), Value(slot)),
-            last_success_at=Now(),
+        transaction.on_commit(
+            lambda: Timer.objects.filter(name=timer).update(
+                last_success_slot=Greatest(Coalesce("last_success_slot", Value(slot)), Value(slot)),
+                last_success_at=Now(),
+            )
         )
     return failed
 

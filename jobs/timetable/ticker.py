@@ -52,7 +52,7 @@ class ScheduleTicker:
 
     def _tick(self) -> int:
         if not self.installed:
-            install.install()
+            install.install(mark_gone=False)
             self.installed = True
         booked = booking.book_due()
         for entry in booked:

@@ -246,13 +246,23 @@ def test_run_slot__a_timer_no_longer_declared_fails_at_once():
 # --- outside schedulers --------------------------------------------------------------------------
 
 
+@pytest.fixture
+def mid_slot(settings) -> datetime:
+    """The schedules' clock put two minutes into a five-minute slot of the sweep, so that a
+    command's nearest slot is the one now due (not the coming one) however long it takes."""
+    now = datetime.now(UTC)
+    boundary = now.replace(minute=now.minute - now.minute % 5, second=0, microsecond=0) + timedelta(minutes=5)
+    settings.JOBS_SCHEDULE_CLOCK_OFFSET = (boundary + timedelta(minutes=2) - now).total_seconds()
+    return boundary
+
+
 def _sweep(*args: str) -> str:
     out = StringIO()
     call_command("sweep", *args, stdout=out)
     return out.getvalue()
 
 
-def test_sweep_command__runs_its_slot_once_says_so_the_second_time_and_runs_again_when_forced():
+def test_sweep_command__runs_its_slot_once_says_so_the_second_time_and_runs_again_when_forced(mid_slot):
     first, second, forced = _sweep(), _sweep(), _sweep("--force")
 
     assert first.startswith("sweep: slot ") and "jobs.tasks.reap_silent_jobs: 0 requeued, 0 failed" in first
@@ -260,13 +270,13 @@ def test_sweep_command__runs_its_slot_once_says_so_the_second_time_and_runs_agai
     assert "sweep: its own slot" in forced and "reap_silent_jobs" in forced
     rows = list(TimerSlot.objects.filter(timer__name="sweep").order_by("id"))
     assert [(row.kind, row.outcome) for row in rows] == [("scheduled", "succeeded"), ("manual", "succeeded")]
-    assert rows[0].ran_in.startswith("manage.py sweep on ") and rows[0].slot.microsecond == 0
+    assert rows[0].ran_in.startswith("manage.py sweep on ") and rows[0].slot == mid_slot
     assert rows[1].slot.microsecond != 0 or rows[1].slot.second != 0  # the moment it was asked for
 
 
-def test_sweep_command__a_slot_a_worker_booked_is_not_run_again_by_cron():
-    Timer.objects.filter(name="sweep").update(last_slot=None)
-    (booked,) = book("sweep", datetime.now(UTC))
+def test_sweep_command__a_slot_a_worker_booked_is_not_run_again_by_cron(mid_slot):
+    Timer.objects.filter(name="sweep").update(last_slot=mid_slot - timedelta(minutes=5))
+    (booked,) = book("sweep", mid_slot + timedelta(minutes=2))
 
     said = _sweep()
 
