@@ -18,7 +18,7 @@ MARIADB_SKIP := --ignore=tests/acceptance/test_atomic_sqlite.py --ignore=tests/p
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
 	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
 
-.PHONY: demo demo-mariadb test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench clean
+.PHONY: demo demo-mariadb test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench dist clean
 
 # Production requirements only (what `make demo` needs).
 $(VENV)/.installed: requirements.txt
@@ -121,5 +121,10 @@ format: venv-dev
 bench: venv postgres
 	DATABASE_URL=$(PG_DSN) $(PY) -m bench.throughput
 
+# The engine's distribution (jobs/ alone; see pyproject.toml): a wheel and an sdist in dist/.
+dist: venv-dev
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) var tests/artifacts
+	rm -rf $(VENV) var tests/artifacts dist
