@@ -1,6 +1,6 @@
 """The documentation keeps up with the code: every setting the project reads is in the
-settings reference. (`make docs` checks the rest: links, anchors and pages, with mkdocs
---strict.)"""
+settings reference, and the README, the front page, links every page of the site.
+(`make docs` checks the rest: links, anchors and pages, with mkdocs --strict.)"""
 
 from __future__ import annotations
 
@@ -27,3 +27,9 @@ def test_settings_page__names_every_setting_read_from_the_environment():
 def test_settings_page__names_every_setting_of_the_engine():
     assert sorted(set(DEFAULTS) - documented_settings()) == []
 
+
+def test_readme__links_every_page_of_the_site():
+    nav = set(re.findall(r":\s*([\w./-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), flags=re.MULTILINE))
+    assert "index.md" in nav
+    linked = set(re.findall(r"\]\(docs/([\w./-]+\.md)(?:#[\w-]*)?\)", (ROOT / "README.md").read_text()))
+    assert sorted(nav - linked) == []
