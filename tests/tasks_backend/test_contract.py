@@ -393,20 +393,20 @@ def fresh_project_environment(database: dict[str, str]) -> dict[str, str]:
     }
 
 
+def run_python(*args: str, env: dict[str, str], cwd: Path = ROOT) -> str:
+    """``python *args`` in a process of its own; its output, once it exited 0."""
+    done = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def test_fresh_project__that_only_sets_tasks_runs_them_on_runworker(fresh_database):
     env = fresh_project_environment(fresh_database)
 
     def django(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "django", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
+        return run_python("-m", "django", *args, env=env)
 
     def shell(code: str) -> str:
         return django("shell", "--no-imports", "-c", textwrap.dedent(code))
@@ -441,15 +441,7 @@ def test_run_burst_worker__drains_a_project_without_manage_py_from_another_folde
     drains its queue with ``jobs.run_burst_worker``."""
     env = fresh_project_environment(fresh_database)
     env.pop("PYTHONPATH", None)  # the project's folder is on the script's path only
-    migrate = subprocess.run(
-        [sys.executable, "-m", "django", "migrate", "--verbosity", "0"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+    run_python("-m", "django", "migrate", "--verbosity", "0", env=env)
     script = f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})  # as a script beside the project finds it
@@ -463,14 +455,5 @@ def test_run_burst_worker__drains_a_project_without_manage_py_from_another_folde
         jobs.run_burst_worker("--concurrency", "1", log_path=Path("burst.log"))
         print(default_task_backend.get_result(result.id).return_value)
     """
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    log = (tmp_path / "burst.log").read_text() if (tmp_path / "burst.log").exists() else ""
-    assert done.returncode == 0, done.stdout + done.stderr + log
-    assert done.stdout.splitlines() == ["Hello, Grace!"]
+    output = run_python("-c", textwrap.dedent(script), env=env, cwd=tmp_path)
+    assert output.splitlines() == ["Hello, Grace!"]
