@@ -371,6 +371,9 @@ QDRANT_COLLECTION_PREFIX = env.text("QDRANT_COLLECTION_PREFIX", "emails")
 INDEX_CATCH_UP_BATCH = env.integer("INDEX_CATCH_UP_BATCH", 200, minimum=1)
 # Emails a search by meaning returns (the admin's list search, "Similar emails").
 SEARCH_MEANING_RESULTS = env.integer("SEARCH_MEANING_RESULTS", 20, minimum=1, maximum=1000)
+# The list search leaves out emails nearer by meaning than this share of the best one's score
+# (the nearest emails are always some emails, related or not).
+SEARCH_MEANING_CUTOFF = env.number("SEARCH_MEANING_CUTOFF", 0.5, minimum=0.0)
 
 # Whether model calls are on before anyone flips the switch in the admin.
 MODEL_CALLS_DEFAULT = env.flag("MODEL_CALLS_DEFAULT", True)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import BooleanField, Case, F, FloatField, Q, QuerySet, Value, When
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
@@ -70,7 +72,8 @@ def vector_record_html(email: EmailMessage) -> str:
 
 class MeaningSearchMixin:
     """The email list's search: rows matching the words (subject, sender, Message-ID, and
-    the full-text index) and the nearest by meaning (``SEARCH_MEANING_RESULTS``), merged;
+    the full-text index) and the nearest by meaning (``SEARCH_MEANING_RESULTS``, less those
+    scoring under ``SEARCH_MEANING_CUTOFF`` of the best one), merged;
     rows matching both first, then by closeness of meaning, each row saying why it matched."""
 
     search_help_text = (
@@ -87,7 +90,10 @@ class MeaningSearchMixin:
         words = Q(pk__in=words_only.values("pk")) | Q(pk__in=search.search(search_term).values("pk"))
         scores: dict[int, float] = {}
         try:
-            scores = {hit.email.pk: hit.score for hit in semantic.by_meaning(search_term)}
+            hits = semantic.by_meaning(search_term)
+            # The nearest are always "some" emails: those far behind the best are left out.
+            floor = max(0.0, hits[0].score * settings.SEARCH_MEANING_CUTOFF) if hits else 0.0
+            scores = {hit.email.pk: hit.score for hit in hits if hit.score > floor}
         except UNREACHABLE as exc:
             self.message_user(
                 request, f"Search by meaning is not available now, only by words: {exc}", messages.WARNING
@@ -111,10 +117,19 @@ class MeaningSearchMixin:
         )
         return matched, duplicates
 
-    def get_ordering(self, request: HttpRequest) -> Any:
-        if request.GET.get("q", "").strip():
-            return ("-match_rank", "-id")
-        return super().get_ordering(request)  # type: ignore[misc]
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        base = super().get_changelist(request, **kwargs)  # type: ignore[misc]
+
+        class MeaningChangeList(base):  # type: ignore[valid-type,misc]
+            """A search's rows in the order of their match, unless a column was chosen."""
+
+            def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
+                found = super().get_queryset(request, exclude_parameters)
+                if "match_rank" in found.query.annotations and ORDER_VAR not in self.params:
+                    return found.order_by("-match_rank", "-pk")
+                return found
+
+        return MeaningChangeList
 
     def get_list_display(self, request: HttpRequest) -> Any:
         shown = super().get_list_display(request)  # type: ignore[misc]
