@@ -85,7 +85,11 @@ class Command(BaseCommand):
             out.write("   Nearest by meaning to each email (a copy shows its origin's):")
             for email in self._demo_emails():
                 found = semantic.similar(email, limit=1)
-                nearest = f"#{found[0].email.pk} {found[0].email.subject[:40]} ({found[0].score:.2f})" if found else "-"
+                nearest = (
+                    f"#{found[0].email.pk} {found[0].email.subject[:40]} ({found[0].score:.2f})"
+                    if found
+                    else "-"
+                )
                 out.write(f"   {email.pk:>3}  {(email.subject or '(no subject)')[:40]:<40} → {nearest}")
             out.write(f'   Search by meaning for "{DEMO_QUERY}" (words no demo email holds):')
             for hit in semantic.by_meaning(DEMO_QUERY, limit=3):
