@@ -190,12 +190,18 @@ def _translated() -> Iterator[None]:
 
 def ensure_collection(client: Any, name: str, dimensions: int) -> None:
     from qdrant_client import models
+    from qdrant_client.http.exceptions import UnexpectedResponse
 
     if client.collection_exists(name):
         return
-    client.create_collection(
-        name, vectors_config=models.VectorParams(size=dimensions, distance=models.Distance.COSINE)
-    )
+    try:
+        client.create_collection(
+            name, vectors_config=models.VectorParams(size=dimensions, distance=models.Distance.COSINE)
+        )
+    except UnexpectedResponse:
+        if client.collection_exists(name):
+            return  # another process of the fleet made it a moment ago
+        raise
     if settings.QDRANT_URL:  # local mode searches without them (and warns about each)
         for field, schema in PAYLOAD_INDEXES.items():
             client.create_payload_index(name, field, field_schema=schema)
