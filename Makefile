@@ -18,13 +18,16 @@ MARIADB_SKIP := --ignore=tests/acceptance/test_atomic_sqlite.py --ignore=tests/p
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
 	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
 
-.PHONY: demo demo-mariadb test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench clean
+.PHONY: demo demo-mariadb test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench dist docs venv-docs clean
+
+# The virtualenv itself, made once with the first Python 3.12+ found.
+$(PY):
+	@if [ -z "$(PYTHON)" ]; then echo "No Python 3.12 or newer found (tried python3.13, python3.12, pyenv). Install one and retry." >&2; exit 1; fi
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
 
 # Production requirements only (what `make demo` needs).
-$(VENV)/.installed: requirements.txt
-	@if [ -z "$(PYTHON)" ]; then echo "No Python 3.12 or newer found (tried python3.13, python3.12, pyenv). Install one and retry." >&2; exit 1; fi
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+$(VENV)/.installed: requirements.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements.txt
 	@touch $@
 
@@ -40,11 +43,18 @@ $(VENV)/.installed-mariadb: $(VENV)/.installed requirements-mariadb.txt
 	$(PY) -m pip install --quiet -r requirements-mariadb.txt
 	@touch $@
 
+# The documentation site's tools, and nothing else: `make docs` needs no database.
+$(VENV)/.installed-docs: requirements-docs.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements-docs.txt
+	@touch $@
+
 venv: $(VENV)/.installed
 
 venv-mariadb: $(VENV)/.installed-mariadb
 
 venv-dev: $(VENV)/.installed-dev
+
+venv-docs: $(VENV)/.installed-docs
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -121,5 +131,17 @@ format: venv-dev
 bench: venv postgres
 	DATABASE_URL=$(PG_DSN) $(PY) -m bench.throughput
 
+# The engine's distribution (jobs/ alone; see pyproject.toml): a wheel and an sdist in
+# dist/, then a look inside the wheel that nothing of the platform went in.
+dist: venv-dev
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(PY) scripts/check_wheel.py dist/*.whl
+
+# The documentation site (mkdocs.yml) in site/, strict: a broken link or anchor, a page
+# missing from the nav or a nav entry without its page fails the build.
+docs: venv-docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) var tests/artifacts
+	rm -rf $(VENV) var tests/artifacts dist site

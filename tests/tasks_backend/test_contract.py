@@ -381,26 +381,32 @@ def fresh_database() -> Iterator[dict[str, str]]:
         admin.execute(drop)
 
 
-def test_fresh_project__that_only_sets_tasks_runs_them_on_runworker(fresh_database):
-    env = {
+def fresh_project_environment(database: dict[str, str]) -> dict[str, str]:
+    """This process's environment for the fresh project on ``database``, without this
+    project's settings."""
+    return {
         **{
             key: value for key, value in os.environ.items() if not key.startswith(("DJANGO_", "DATABASE_URL"))
         },
-        **fresh_database,
+        **database,
         "DJANGO_SETTINGS_MODULE": "tests.tasks_backend.fresh_project.settings",
     }
 
+
+def run_python(*args: str, env: dict[str, str], cwd: Path = ROOT) -> str:
+    """``python *args`` in a process of its own; its output, once it exited 0."""
+    done = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_fresh_project__that_only_sets_tasks_runs_them_on_runworker(fresh_database):
+    env = fresh_project_environment(fresh_database)
+
     def django(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "django", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
+        return run_python("-m", "django", *args, env=env)
 
     def shell(code: str) -> str:
         return django("shell", "--no-imports", "-c", textwrap.dedent(code))
@@ -427,3 +433,27 @@ def test_fresh_project__that_only_sets_tasks_runs_them_on_runworker(fresh_databa
         "shout SUCCESSFUL 1 ADA",
         "fail READY 1 None builtins.LookupError",  # a retry waits out the default backoff
     ]
+
+
+def test_run_burst_worker__drains_a_project_without_manage_py_from_another_folder(fresh_database, tmp_path):
+    """A script of a project laid out unlike this repository (no manage.py, no BASE_DIR;
+    its settings found through the script's own sys.path, run from an unrelated folder)
+    drains its queue with ``jobs.run_burst_worker``."""
+    env = fresh_project_environment(fresh_database)
+    env.pop("PYTHONPATH", None)  # the project's folder is on the script's path only
+    run_python("-m", "django", "migrate", "--verbosity", "0", env=env)
+    script = f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})  # as a script beside the project finds it
+        import django
+        django.setup()
+        from pathlib import Path
+        from django.tasks import default_task_backend
+        import jobs
+        from tests.tasks_backend.fresh_project.tasks import greet
+        result = greet.enqueue("Grace")
+        jobs.run_burst_worker("--concurrency", "1", log_path=Path("burst.log"))
+        print(default_task_backend.get_result(result.id).return_value)
+    """
+    output = run_python("-c", textwrap.dedent(script), env=env, cwd=tmp_path)
+    assert output.splitlines() == ["Hello, Grace!"]
