@@ -32,6 +32,7 @@ import random
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,6 +52,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--database", help="postgres://… or mysql://…; its tables are flushed")
     args = parser.parse_args()
+    # Qdrant warns at every opening of a local collection past 20,000 points: known here.
+    warnings.filterwarnings("ignore", message="Local mode is not recommended")
     folder = Path(tempfile.mkdtemp(prefix="index-bench-"))
     os.environ.update({"VAR_DIR": str(folder), "MODEL_PROVIDER": "local", "EMBEDDING_PROVIDER": "local"})
     os.environ["QDRANT_PATH"] = str(folder / "qdrant")

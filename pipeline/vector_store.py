@@ -275,15 +275,21 @@ def nearest(collection: str, vector: Sequence[float], limit: int, filters: Filte
 def _nearest(
     client: Any, collection: str, vector: Sequence[float], limit: int, filters: Filters
 ) -> list[Hit]:
-    groups = client.query_points_groups(
-        collection,
-        query=list(vector),
-        group_by="email_id",
-        limit=limit,
-        group_size=1,
-        query_filter=_filter(filters),
-    ).groups
-    return [Hit(int(group.id), float(group.hits[0].score)) for group in groups if group.hits]
+    # Points best first: an email's first point is its nearest chunk, so the first ``limit``
+    # emails met are the nearest emails. Fetched in growing pages until that many are met
+    # (Qdrant's own group_by scans every point in local mode: seconds at 100,000).
+    query_filter = _filter(filters)
+    page = limit * 4
+    while True:
+        points = client.query_points(
+            collection, query=list(vector), limit=page, query_filter=query_filter
+        ).points
+        best: dict[int, float] = {}
+        for point in points:
+            best.setdefault(int(point.payload["email_id"]), float(point.score))
+        if len(best) >= limit or len(points) < page:
+            return [Hit(email_id, score) for email_id, score in list(best.items())[:limit]]
+        page *= 4
 
 
 def nearest_to_email(
