@@ -131,6 +131,11 @@ def url(name: str, default: str, *, schemes: Iterable[str] = ("http", "https")) 
     return value
 
 
+def optional_url(name: str) -> str:
+    """An absolute http(s) URL that may be left unset (empty)."""
+    return url(name, "") if env.str(name, default="") else ""
+
+
 def secret_key(name: str, *, required: bool, fallback: str) -> str:
     """A key that production must set: ``fallback`` only where it is not ``required`` (a
     development machine); otherwise its absence stops start-up. Read as it is, without

@@ -320,6 +320,71 @@ if MODEL_PROVIDER == "openai" and not OPENAI_MODEL:
 
     raise ImproperlyConfigured("Setting OPENAI_MODEL is required when MODEL_PROVIDER=openai.")
 
+# --- The email index: embeddings in Qdrant beside the full-text index (docs/email-index.md) ---
+# Who turns text into vectors: "local" (the embedded default, WordLlama's static model shipped
+# in the wordllama package, no service), Amazon Bedrock (Titan Text Embeddings V2, Cohere
+# Embed) or any OpenAI-compatible /embeddings endpoint.
+VECTOR_INDEX = env.flag("VECTOR_INDEX", True)
+EMBEDDING_PROVIDER = env.choice("EMBEDDING_PROVIDER", "local", ("local", "bedrock", "openai"))
+_EMBEDDING_DEFAULTS = {
+    "local": ("wordllama-l2-supercat", 256),
+    "bedrock": ("amazon.titan-embed-text-v2:0", 1024),
+    "openai": ("text-embedding-3-small", 1536),
+}[EMBEDDING_PROVIDER]
+EMBEDDING_MODEL = env.text("EMBEDDING_MODEL", _EMBEDDING_DEFAULTS[0])
+EMBEDDING_DIMENSIONS = env.integer("EMBEDDING_DIMENSIONS", _EMBEDDING_DEFAULTS[1], minimum=1, maximum=65536)
+if EMBEDDING_PROVIDER == "local" and EMBEDDING_MODEL != "wordllama-l2-supercat":
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "Setting EMBEDDING_MODEL must be wordllama-l2-supercat (or unset) with EMBEDDING_PROVIDER=local: "
+        "it is the one model the package ships."
+    )
+if EMBEDDING_PROVIDER == "local" and EMBEDDING_DIMENSIONS not in (64, 128, 256):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "Setting EMBEDDING_DIMENSIONS must be 64, 128 or 256 with EMBEDDING_PROVIDER=local."
+    )
+# The OpenAI-compatible endpoint's address and key, by default those of the chat client.
+EMBEDDING_BASE_URL = env.url("EMBEDDING_BASE_URL", OPENAI_BASE_URL)
+EMBEDDING_API_KEY = env.secret("EMBEDDING_API_KEY") or OPENAI_API_KEY
+# Send "dimensions" with each request (OpenAI's text-embedding-3 models shorten their vectors
+# to it); many self-hosted servers refuse the field, so it is sent only when asked for.
+EMBEDDING_SEND_DIMENSIONS = env.flag("EMBEDDING_SEND_DIMENSIONS", False)
+# Seconds one embedding request may take in all, however slowly the service answers.
+EMBEDDING_TIMEOUT = env.number("EMBEDDING_TIMEOUT", 30.0, minimum=0.1)
+EMBEDDING_BATCH_SIZE = env.integer("EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
+# At most this many embedding requests a minute from each process (0: no limit).
+EMBEDDING_REQUESTS_PER_MINUTE = env.integer("EMBEDDING_REQUESTS_PER_MINUTE", 0, minimum=0)
+EMBEDDING_MAX_ANSWER_BYTES = env.integer("EMBEDDING_MAX_ANSWER_BYTES", 64 * 1024 * 1024, minimum=1024)
+# An email's text (subject, sender, body, converted attachments; at most PIPELINE_MAX_TEXT
+# characters) is cut into chunks of this many characters, each overlapping the one before.
+EMBEDDING_CHUNK_CHARS = env.integer("EMBEDDING_CHUNK_CHARS", 1500, minimum=100, maximum=100_000)
+EMBEDDING_CHUNK_OVERLAP = env.integer("EMBEDDING_CHUNK_OVERLAP", 200, minimum=0)
+if EMBEDDING_CHUNK_OVERLAP >= EMBEDDING_CHUNK_CHARS // 2:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "Setting EMBEDDING_CHUNK_OVERLAP must be less than half of EMBEDDING_CHUNK_CHARS."
+    )
+# Qdrant: a server at QDRANT_URL in production; unset, Qdrant's local mode in QDRANT_PATH
+# (the embedded default), which admits one process at a time: each process takes its turn
+# for one operation and waits at most QDRANT_LOCAL_WAIT seconds for it.
+QDRANT_URL = env.optional_url("QDRANT_URL")
+QDRANT_API_KEY = env.secret("QDRANT_API_KEY")
+QDRANT_PATH = Path(env.text("QDRANT_PATH", str(VAR_DIR / "qdrant")))
+QDRANT_TIMEOUT = env.number("QDRANT_TIMEOUT", 10.0, minimum=0.1)
+QDRANT_LOCAL_WAIT = env.number("QDRANT_LOCAL_WAIT", 10.0, minimum=0.0)
+QDRANT_COLLECTION_PREFIX = env.text("QDRANT_COLLECTION_PREFIX", "emails")
+# Partially indexed emails completed by each sweep (the job index.complete), at most.
+INDEX_CATCH_UP_BATCH = env.integer("INDEX_CATCH_UP_BATCH", 200, minimum=1)
+# Emails a search by meaning returns (the admin's list search, "Similar emails").
+SEARCH_MEANING_RESULTS = env.integer("SEARCH_MEANING_RESULTS", 20, minimum=1, maximum=1000)
+# The list search leaves out emails nearer by meaning than this share of the best one's score
+# (the nearest emails are always some emails, related or not).
+SEARCH_MEANING_CUTOFF = env.number("SEARCH_MEANING_CUTOFF", 0.5, minimum=0.0)
+
 # Whether model calls are on before anyone flips the switch in the admin.
 MODEL_CALLS_DEFAULT = env.flag("MODEL_CALLS_DEFAULT", True)
 # The local classifier's rules: JSON {"label": ["keyword", ...]}; empty = built-in rules.

@@ -8,6 +8,15 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jobpla
 # started by the tests inherit these.
 os.environ.setdefault("SECRET_KEY", "tests-only-" + "k" * 50)
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+# Qdrant's local mode in a folder of the test run's own (the workers it starts inherit it);
+# the pipeline's tests give each test a folder of its own.
+if not os.environ.get("QDRANT_PATH"):
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["QDRANT_PATH"] = tempfile.mkdtemp(prefix="qdrant-tests-")
+    atexit.register(shutil.rmtree, os.environ["QDRANT_PATH"], True)
 
 from config.settings import *  # noqa: E402,F403
 from config.settings import INSTALLED_APPS, TASKS  # noqa: E402

@@ -18,6 +18,7 @@ from django.utils.safestring import mark_safe
 import jobs
 from jobs import Job, JobButton, RecordJobsMixin, register_admin_link, register_payload_link
 from pipeline import switch
+from pipeline.index_admin import MeaningSearchMixin, similar_html, vector_record_html
 from pipeline.intake import PROCESS_JOB, reprocess
 from pipeline.models import (
     Attachment,
@@ -115,7 +116,7 @@ class ErrorInline(ReadOnlyInline):
 
 
 @admin.register(EmailMessage)
-class EmailMessageAdmin(RecordJobsMixin, admin.ModelAdmin):
+class EmailMessageAdmin(MeaningSearchMixin, RecordJobsMixin, admin.ModelAdmin):
     list_display = (
         "id",
         "status_text",
@@ -153,6 +154,8 @@ class EmailMessageAdmin(RecordJobsMixin, admin.ModelAdmin):
         "classification_info",
         "index_info",
         "attachments_summary",
+        "vector_info",
+        "similar_emails",
     )
     fieldsets = [
         (
@@ -183,6 +186,7 @@ class EmailMessageAdmin(RecordJobsMixin, admin.ModelAdmin):
                 )
             },
         ),
+        ("Search by meaning", {"fields": ("vector_info", "similar_emails")}),
     ]
 
     class Media:
@@ -304,6 +308,14 @@ class EmailMessageAdmin(RecordJobsMixin, admin.ModelAdmin):
         if record is None:
             return "-"
         return f"{len(record.text)} characters indexed at {record.indexed_at}"
+
+    @admin.display(description="vectors")
+    def vector_info(self, obj: EmailMessage) -> str:
+        return vector_record_html(obj)
+
+    @admin.display(description="similar emails")
+    def similar_emails(self, obj: EmailMessage) -> str:
+        return similar_html(obj)
 
     @admin.display(description="attachments")
     def attachments_summary(self, obj: EmailMessage) -> str:

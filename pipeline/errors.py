@@ -26,6 +26,21 @@ class IndexingError(PipelineError, RetryableError):
     """The search index could not be reached."""
 
 
+class VectorIndexUnavailable(IndexingError):
+    """Qdrant or the embedding service could not be reached, timed out or failed (5xx): the
+    email is partially indexed, and the catch-up completes it once the service answers."""
+
+    def __init__(self, message: str | None = None, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        # Seconds the service asked us to wait (a 429's Retry-After), when it said.
+        self.retry_after = retry_after
+
+
+class IndexRefused(PipelineError, PermanentError):
+    """The embedding service or Qdrant refused the request for good (a bad model name, an
+    input it refuses, refused credentials): another try would fail the same way."""
+
+
 class UnreadableEmail(PipelineError, ValueError):
     """The input is not an email at all (empty, or could not be read)."""
 

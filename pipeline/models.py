@@ -111,6 +111,12 @@ class PipelineRun(models.Model):
         default=False, help_text="Whether the email was ever classified in this run."
     )
     last_error = models.TextField(blank=True, default="")
+    index_missing = models.CharField(
+        max_length=40,
+        blank=True,
+        default="",
+        help_text="The parts of the index this run could not write (full text, vectors).",
+    )
 
     class Meta:
         ordering = ["-id"]
@@ -202,6 +208,30 @@ class IndexRecord(models.Model):
 
     def __str__(self) -> str:
         return f"index record of email #{self.email_id}"
+
+
+class VectorRecord(models.Model):
+    """Artifact: the email's chunks are points in the vector index, in this collection (one
+    per embedding model and dimension), embedded by this model. No record: its vectors are
+    missing (never written, or the last write failed), or it is a copy (never embedded)."""
+
+    email = models.OneToOneField(EmailMessage, on_delete=models.CASCADE, related_name="vector_record")
+    collection = models.CharField(max_length=255)
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    chunks = models.PositiveIntegerField()
+    indexed_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "email index"
+        verbose_name_plural = "email index"
+        indexes = [
+            # The index page's counts per collection, and the rebuild's walk by email.
+            models.Index(fields=["collection", "indexed_at"], name="pipeline_vector_collection"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chunks} chunks of email #{self.email_id} in {self.collection}"
 
 
 class ErrorLogEntry(models.Model):

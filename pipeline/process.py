@@ -11,12 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from jobs import PermanentError, RetryLater
-from pipeline import blobs, classify, origins, parsing, runs, search, storable, switch
-from pipeline.errors import EmailMissing, IndexingError
+from pipeline import blobs, classify, indexing, origins, parsing, runs, storable, switch
+from pipeline.errors import EmailMissing
 from pipeline.models import (
     Attachment,
     Classification,
@@ -45,8 +44,9 @@ def process_email(email_id: int, *, job_id: int | None = None, progress: Progres
     an email the parser cannot take (the email is failed and marked for review, its run
     closed), ModelCallError (retryable) for a failed model call (a rate limit is a
     RetryLater: the email keeps its status and waits), and re-raises anything
-    unexpected after logging it, so the engine retries with backoff. An unreachable index is
-    not raised: the email is partially indexed.
+    unexpected after logging it, so the engine retries with backoff. An index that cannot be
+    reached is not raised: the email is partially indexed. An index that refuses the email
+    for good (IndexRefused: the embedding service's 4xx) fails it for good, as above.
     """
     email = EmailMessage.objects.filter(pk=email_id).first()
     if email is None:
@@ -110,18 +110,20 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
         runs.set_status(email, Status.CLASSIFIED)
         runs.touch(run, classified=True)
 
+    progress(75, "Indexing")
+    indexed = indexing.index_email(email, text, result.labels)
     outcome = RunOutcome.LABELLED
-    if settings.SEARCH_INDEX:
-        progress(75, "Indexing")
-        try:
-            with transaction.atomic():
-                search.index(email.pk, f"{email.subject}\n{email.sender}\n{text}")
-                runs.set_status(email, Status.INDEXED)
-        except IndexingError as exc:
+    if indexed.complete:
+        runs.set_status(email, Status.INDEXED)
+    else:
+        # Seed 003: the index could be written only in part. What was written stays, the
+        # labels are applied, the run says what is missing, and the job does not fail.
+        for exc in indexed.errors:
             runs.record_error(email, run, job_id, exc)
-            runs.set_status(email, Status.PARTIALLY_INDEXED)
-            run.last_error = storable.text(str(exc))[:5000]
-            outcome = RunOutcome.PARTIALLY_INDEXED
+        runs.set_status(email, Status.PARTIALLY_INDEXED)
+        run.last_error = indexed.describe()
+        runs.touch(run, index_missing=", ".join(indexed.missing))
+        outcome = RunOutcome.PARTIALLY_INDEXED
 
     progress(90, "Applying labels")
     final = Status.LABELLED if outcome == RunOutcome.LABELLED else Status.PARTIALLY_INDEXED
@@ -134,11 +136,10 @@ def _run(email: EmailMessage, run: PipelineRun, job_id: int | None, progress: Pr
 
 def document_text(parsed: parsing.Parsed) -> str:
     """The body and every converted attachment, as one text for the model and the index."""
-    parts = [parsed.body_text]
-    parts += [
-        f"[{part.filename or part.content_type}]\n{part.text}" for part in parsed.attachments if part.text
-    ]
-    return "\n\n".join(part for part in parts if part)
+    return indexing.joined_text(
+        parsed.body_text,
+        ((part.filename or part.content_type, part.text or "") for part in parsed.attachments),
+    )
 
 
 def _save_parsed(email: EmailMessage, run: PipelineRun, parsed: parsing.Parsed) -> None:

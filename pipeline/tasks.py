@@ -1,9 +1,18 @@
-"""The pipeline's job types and timer step: declarations only, each calling a service."""
+"""The pipeline's job types and timer steps: declarations only, each calling a service."""
+
+from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 
-from jobs import JobContext, job, periodic
-from pipeline import process, sweeper
+import jobs
+from jobs import JobContext, RetryLater, job, periodic
+from pipeline import indexing, process, sweeper, vector_store
+from pipeline.models import EmailMessage, Status
+
+# The email index's own work runs on a queue of its own, "index", so a re-index of every
+# email never holds the mail queue's slots (and a plain runworker keeps a slot for mail).
+INDEX_QUEUE = "index"
 
 
 # A timeout, because heartbeats would keep a hung try "running" for ever.
@@ -28,3 +37,45 @@ def sweep_emails_now(ctx: JobContext) -> None:
 @periodic("sweep", every=300)
 def sweep_emails() -> str:
     return str(sweeper.sweep())
+
+
+@job(
+    "index.complete",
+    queue=INDEX_QUEUE,
+    attempts=1,
+    timeout=settings.PIPELINE_SWEEP_TIMEOUT,
+    dedupe="catch-up",
+)
+def complete_partially_indexed(ctx: JobContext) -> None:
+    """Write what is missing of partially indexed emails (a batch); a service that asked us
+    to wait (429) is waited for."""
+    result = indexing.complete_partially_indexed(job_id=ctx.job_id)
+    ctx.progress(100, str(result))
+    if result.retry_after is not None:
+        raise RetryLater(str(result), delay=result.retry_after)
+
+
+@job("index.rebuild", queue=INDEX_QUEUE, attempts=3, timeout=6 * 3600, dedupe="rebuild")
+def rebuild_index(ctx: JobContext, *, since: str) -> None:
+    """Re-index all: the vectors of every indexed email, into the current model's collection."""
+    indexing.rebuild(datetime.fromisoformat(since), ctx.progress, job_id=ctx.job_id)
+
+
+@job("index.forget", queue=INDEX_QUEUE, attempts=5, dedupe="email:{email_id}")
+def forget_email(ctx: JobContext, *, email_id: int) -> None:
+    """A deleted email's points, from every collection of the index."""
+    vector_store.forget(email_id)
+
+
+@periodic("sweep", every=300)
+def catch_up_index() -> str:
+    """Queue the catch-up while emails are partially indexed, and a rebuild when the
+    embedding model changed; nothing is indexed here (the timer does not wait on Qdrant)."""
+    queued = []
+    if EmailMessage.objects.filter(status=Status.PARTIALLY_INDEXED).exists():
+        jobs.enqueue("index.complete")
+        queued.append("index.complete")
+    if settings.VECTOR_INDEX and indexing.rebuild_due() and jobs.active_job("index.rebuild") is None:
+        jobs.enqueue("index.rebuild", {"since": timezone.now().isoformat()})
+        queued.append("index.rebuild (the embedding model changed)")
+    return f"queued {', '.join(queued)}" if queued else "nothing to catch up"

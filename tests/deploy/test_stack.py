@@ -213,6 +213,40 @@ def test_task_definition__takes_the_database_url_and_secret_key_from_secrets_man
     ]
 
 
+def test_task_definition__indexes_full_text_only_until_a_qdrant_server_is_given(stack):
+    environment = {item["name"]: item["value"] for item in _container(stack)["environment"]}
+    assert (environment["VECTOR_INDEX"], environment["QDRANT_URL"]) == ("false", "")
+
+    # With a server (and its key's secret): the vector index, the key from Secrets Manager.
+    key_arn = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:platform/qdrant-key"
+    given = Template(
+        TEMPLATE,
+        parameters={
+            **{name: "x" for name in ("Image", "Cluster", "Subnets", "SecurityGroups")},
+            "DatabaseUrlSecretArn": stack.secret_arn,
+            "SecretKeySecretArn": stack.key_arn,
+            "QdrantUrl": "https://qdrant.internal:6333",
+            "QdrantApiKeySecretArn": key_arn,
+        },
+        pseudo={
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::StackName": STACK,
+            "AWS::Partition": "aws",
+        },
+    )
+    given.refs["LogGroup"] = stack.physical_ids["LogGroup"]
+    (container,) = given.resolve(given.resources()["TaskDefinition"]["Properties"]["ContainerDefinitions"])
+    environment = {item["Name"]: item["Value"] for item in container["Environment"]}
+    assert (environment["VECTOR_INDEX"], environment["QDRANT_URL"]) == (
+        "true",
+        "https://qdrant.internal:6333",
+    )
+    assert {"Name": "QDRANT_API_KEY", "ValueFrom": key_arn} in container["Secrets"]
+    policy = given.resolve(given.resources()["ExecutionRole"]["Properties"]["Policies"])
+    assert key_arn in policy[0]["PolicyDocument"]["Statement"][0]["Resource"]
+
+
 def test_task_definition__declares_fargate_and_its_roles(stack):
     # Properties moto's CloudFormation does not keep on the task definition.
     properties = stack.template.properties("TaskDefinition")

@@ -30,6 +30,10 @@ def blob_root(tmp_path: Path, settings) -> Path:
     settings.MODEL_PROVIDER = "local"
     settings.MODEL_CALLS_DEFAULT = True
     settings.SEARCH_INDEX = True
+    settings.VECTOR_INDEX = True
+    settings.EMBEDDING_PROVIDER = "local"
+    settings.QDRANT_URL = ""
+    settings.QDRANT_PATH = var_dir / "qdrant"
     return root
 
 
@@ -41,6 +45,7 @@ def worker_env(worker_env: dict[str, str], blob_root: Path) -> dict[str, str]:
         "BLOB_STORAGE": "local",
         "MODEL_PROVIDER": "local",
         "MODEL_CALLS_DEFAULT": "true",
+        "QDRANT_PATH": str(blob_root.parent / "qdrant"),
     }
 
 

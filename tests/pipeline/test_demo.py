@@ -16,10 +16,17 @@ pytestmark = pytest.mark.slow
 
 def test_demo__runs_on_the_embedded_defaults_with_no_environment(tmp_path: Path):
     out = run_demo("demo", tmp_path / "var", timeout=120)
-    assert "7 imported, 0 already present, 1 unreadable" in out
+    assert "9 imported, 0 already present, 1 unreadable" in out
     assert out.count("duplicate of #") == 1
     assert "Rechnung für März" in out
-    assert "Jobs: 7 succeeded." in out
+    assert "Jobs: 9 succeeded." in out
+    # The index: every email but the copy has its points, and a search finds by meaning.
+    index = out[out.index("5. The email index") :]
+    assert "static embedding model shipped inside the wordllama package" in index
+    assert "collection emails_local_wordllama-l2-supercat_256, 8 points." in index
+    assert "Quarterly report and meeting agenda      → #6 Quarterly report and meeting agenda" in index
+    first_hit = index.split('Search by meaning for "parcel on its way"')[1].splitlines()[1]
+    assert "Your package has shipped" in first_hit
     # The seed's three timers, booked and run by the demo's worker alone.
     for timer in ("sweep", "reconcile", "trial_sweep"):
         assert re.search(

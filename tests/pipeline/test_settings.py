@@ -16,7 +16,11 @@ SETUP = "import django; django.setup(); from django.conf import settings; print(
 
 
 def _setup(**env: str) -> subprocess.CompletedProcess:
-    clean = {key: value for key, value in os.environ.items() if key not in {"BLOB_STORAGE", "MODEL_PROVIDER"}}
+    clean = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"BLOB_STORAGE", "MODEL_PROVIDER"} and not key.startswith(("EMBEDDING_", "QDRANT_URL"))
+    }
     return subprocess.run(
         [sys.executable, "-c", SETUP],
         cwd=ROOT,
@@ -44,11 +48,21 @@ def _setup(**env: str) -> subprocess.CompletedProcess:
         ({"PIPELINE_PROCESS_TIMEOUT": "0.5"}, "PIPELINE_PROCESS_TIMEOUT must be at least 1.0"),
         ({"PIPELINE_SWEEP_TIMEOUT": "never"}, "PIPELINE_SWEEP_TIMEOUT must be a number"),
         ({"PIPELINE_ADMIN_ROWS": "0"}, "PIPELINE_ADMIN_ROWS must be at least 1"),
+        ({"EMBEDDING_PROVIDER": "hash"}, "EMBEDDING_PROVIDER must be one of local, bedrock, openai"),
+        (
+            {"EMBEDDING_DIMENSIONS": "100"},
+            "EMBEDDING_DIMENSIONS must be 64, 128 or 256 with EMBEDDING_PROVIDER=local",
+        ),
+        ({"EMBEDDING_MODEL": "bge-m3"}, "EMBEDDING_MODEL must be wordllama-l2-supercat (or unset)"),
+        ({"EMBEDDING_CHUNK_OVERLAP": "900"}, "EMBEDDING_CHUNK_OVERLAP must be less than half"),
+        ({"QDRANT_URL": "qdrant:6333"}, "QDRANT_URL must be an absolute http or https URL with a host"),
+        ({"QDRANT_API_KEY": "key with spaces"}, "QDRANT_API_KEY holds spaces"),
     ],
 )
 def test_settings__a_bad_value_names_the_variable(env, message):
     result = _setup(**env)
     assert result.returncode != 0 and "ImproperlyConfigured" in result.stderr and message in result.stderr
+    assert "key with spaces" not in result.stderr
 
 
 def test_settings__blob_storage_is_chosen_by_settings():

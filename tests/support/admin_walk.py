@@ -20,7 +20,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs.models import Timer, TimerSlot, Worker
-from pipeline.models import Attachment, EmailMessage, ErrorLogEntry, ModelCallSwitch, PipelineRun
+from pipeline.models import (
+    Attachment,
+    EmailMessage,
+    ErrorLogEntry,
+    ModelCallSwitch,
+    PipelineRun,
+    VectorRecord,
+)
 from tests.factories import WORKER, JobAttemptFactory, JobFactory
 from tests.workspaces import factories as workspace_factories
 from workspaces import models as workspace_models
@@ -100,6 +107,9 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
             email=email, position=0, filename="report.pdf", content_type="application/pdf", size=10
         ),
         ModelCallSwitch: ModelCallSwitch.objects.create(pk=1, enabled=True),
+        VectorRecord: VectorRecord.objects.create(
+            email=email, collection="emails_walk_256", model="walk", dimensions=256, chunks=1, indexed_at=now
+        ),
         workspace_models.Organization: repository.workspace.organization,
         workspace_models.TrialReminder: workspace_models.TrialReminder.objects.create(
             organization=repository.workspace.organization,

@@ -1,6 +1,6 @@
 """A local HTTP server that answers like a model service: OpenAI's Chat Completions API
-(``POST /v1/chat/completions``) and Amazon Bedrock's Converse API
-(``POST /model/{model id}/converse``).
+(``POST /v1/chat/completions``), its Embeddings API (``POST /v1/embeddings``) and Amazon
+Bedrock's Converse API (``POST /model/{model id}/converse``).
 
 Tests script its replies: a text answer (rendered in the shape of the API the request
 used, with token usage), an HTTP error with headers (a 429 with ``Retry-After``), a raw
@@ -11,7 +11,9 @@ is kept, so a test can read the prompt that was sent.
 from __future__ import annotations
 
 import json
+import random
 import threading
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +54,7 @@ class Reply:
     raw: bytes | None = None  # or these exact bytes
     headers: dict[str, str] = field(default_factory=dict)
     hang: bool = False
+    dimensions: int = 8  # of an embeddings answer's vectors
     input_tokens: int = 42
     output_tokens: int = 17
 
@@ -71,11 +74,36 @@ class Reply:
         return cls(status=status, raw=raw)
 
     @classmethod
+    def vectors(cls, dimensions: int = 8) -> Reply:
+        """An embeddings answer: one vector of ``dimensions`` per input text."""
+        return cls(dimensions=dimensions)
+
+    @classmethod
     def never(cls) -> Reply:
         return cls(hang=True)
 
 
+def embedding(text: str, dimensions: int) -> list[float]:
+    """The stand-in's vector of a text: the same text, the same vector."""
+    rng = random.Random(zlib.crc32(text.encode()))
+    return [rng.uniform(-1, 1) for _ in range(dimensions)]
+
+
 def _render(request: Received, reply: Reply) -> bytes:
+    if request.path.endswith("/embeddings"):
+        texts = request.body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        return json.dumps(
+            {
+                "object": "list",
+                "data": [
+                    {"object": "embedding", "index": n, "embedding": embedding(text, reply.dimensions)}
+                    for n, text in enumerate(texts)
+                ],
+                "model": request.body.get("model", "test-embedding"),
+                "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+            }
+        ).encode()
     if request.path.endswith("/converse"):
         return json.dumps(
             {
@@ -128,7 +156,7 @@ class ModelServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 request = Received(
-                    self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw)
+                    self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"{}")
                 )
                 reply = server._next(request)
                 if reply.hang:
@@ -142,6 +170,9 @@ class ModelServer:
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
+
+            # Another API's client (Qdrant's) asks with every method: the same replies.
+            do_GET = do_PUT = do_DELETE = do_POST  # noqa: N815
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

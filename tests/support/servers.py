@@ -36,3 +36,41 @@ class SilentServer:
         for conn in self.accepted:
             conn.close()
         self._server.close()
+
+
+class DrippingServer(SilentServer):
+    """An HTTP server that answers 200 with its headers at once, then drips its body a byte
+    every ``interval`` seconds, for ever: a read timeout never trips."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        super().__init__()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn = self._server.accept()[0]
+            except OSError:
+                continue
+            self.accepted.append(conn)
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        try:
+            conn.recv(65536)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            )
+            while not self._stop.wait(self.interval):
+                conn.sendall(b" ")
+        except OSError:
+            pass
+
+
+def closed_port_url() -> str:
+    """An http:// URL of a port nothing listens on (bound, then closed)."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return f"http://127.0.0.1:{port}"

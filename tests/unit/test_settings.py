@@ -250,6 +250,7 @@ PRODUCTION_LIKE = {
     "DATABASE_URL": "postgres://platform:pw@db.internal:5432/platform",
     "EMAIL_HOST": "smtp.example.com",
     "EMAIL_HOST_PASSWORD": "smtp-password",
+    "QDRANT_URL": "https://qdrant.internal:6333",
 }
 
 
@@ -361,6 +362,17 @@ def test_check_deploy__a_production_like_environment_gets_no_warning(tmp_path):
     result = _manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **PRODUCTION_LIKE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+@pytest.mark.slow  # starts manage.py
+def test_check_deploy__the_email_index_in_local_mode_is_a_warning(tmp_path):
+    local = {key: value for key, value in PRODUCTION_LIKE.items() if key != "QDRANT_URL"}
+    result = _manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **local)
+    assert result.returncode != 0
+    assert (
+        "pipeline.W001" in result.stderr + result.stdout
+        and "QDRANT_URL is not set" in result.stderr + result.stdout
+    )
 
 
 def test_mariadb__a_mysql_url_selects_mysqlclient_with_utf8mb4_read_committed_and_utc(monkeypatch):

@@ -10,7 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 import jobs
-from pipeline import blobs, switch
+from pipeline import blobs, semantic, switch
+from pipeline.errors import IndexRefused, VectorIndexUnavailable
 from pipeline.intake import PROCESS_JOB
 from pipeline.models import EmailMessage
 from pipeline.sources import import_paths
@@ -30,6 +31,9 @@ def timer_line(timer: str) -> str:
         run = f"job #{last.job.pk} {last.job.status}" if last.job else last.outcome
         ran = f"slot {last.slot:%H:%M:%S} UTC ({last.get_kind_display().lower()}): {run}"
     return f"{timer:<12} {ran:<52} next {coming:%H:%M:%S %Z}"
+
+
+DEMO_QUERY = "parcel on its way"
 
 
 class Command(BaseCommand):
@@ -75,11 +79,38 @@ class Command(BaseCommand):
         out.write("\n4. Emails")
         self._summary()
 
-    def _summary(self) -> None:
+        out.write("\n5. The email index: search by meaning (docs/email-index.md)")
+        self._index()
+
+    def _demo_emails(self):
         shas = [
             blobs.digest(path.read_bytes()) for path in sorted(DEMO_MAIL.glob("*.eml")) if path.stat().st_size
         ]
-        emails = EmailMessage.objects.filter(sha256__in=shas).order_by("id").prefetch_related("attachments")
+        return EmailMessage.objects.filter(sha256__in=shas).order_by("id")
+
+    def _index(self) -> None:
+        out = self.stdout
+        state = semantic.state()
+        out.write(f"   {state.model.description}, {state.model.dimensions} dimensions.")
+        out.write(f"   {state.where}: collection {state.collection}, {state.points or 0} points.")
+        try:
+            out.write("   Nearest by meaning to each email (a copy shows its origin's):")
+            for email in self._demo_emails():
+                found = semantic.similar(email, limit=1)
+                nearest = (
+                    f"#{found[0].email.pk} {found[0].email.subject[:40]} ({found[0].score:.2f})"
+                    if found
+                    else "-"
+                )
+                out.write(f"   {email.pk:>3}  {(email.subject or '(no subject)')[:40]:<40} → {nearest}")
+            out.write(f'   Search by meaning for "{DEMO_QUERY}" (words no demo email holds):')
+            for hit in semantic.by_meaning(DEMO_QUERY, limit=3):
+                out.write(f"   {hit.score:>5.2f}  #{hit.email.pk} {hit.email.subject[:60]}")
+        except (VectorIndexUnavailable, IndexRefused) as exc:
+            out.write(f"   The index cannot be read: {exc}")
+
+    def _summary(self) -> None:
+        emails = self._demo_emails().prefetch_related("attachments")
         latest_jobs = {email.pk: jobs.latest_job(PROCESS_JOB, email_id=email.pk) for email in emails}
         header = f"   {'#':>3}  {'file':<30} {'subject':<36} {'status':<18} {'labels':<17} job"
         self.stdout.write(header)
