@@ -465,10 +465,25 @@ REPOSITORIES_ROOT = Path(env.text("REPOSITORIES_ROOT", str(VAR_DIR / "repositori
 GIT_TIMEOUT = env.number("GIT_TIMEOUT", 300.0, minimum=1.0)
 REPOSITORY_MAX_BYTES = env.integer("REPOSITORY_MAX_BYTES", 500 * 1024 * 1024, minimum=1024)
 REPOSITORY_MAX_FILES = env.integer("REPOSITORY_MAX_FILES", 20_000, minimum=1)
+# Folders of this machine a repository may be read from (local_path, file:// URLs, absolute
+# paths), comma-separated; never REPOSITORIES_ROOT or the platform's own code. Empty in
+# production: no host folder at all; a development machine (DEBUG) may read the demo's.
+REPOSITORY_LOCAL_ROOTS = [
+    Path(folder) for folder in env.words("REPOSITORY_LOCAL_ROOTS", str(VAR_DIR / "demo-git") if DEBUG else "")
+]
 # Credentials that arrive inside a repository URL are stored encrypted with the first of
 # these Fernet keys (comma-separated; older keys still decrypt, so a new key is prepended to
 # rotate). Empty: one key derived from SECRET_KEY.
 CREDENTIALS_KEYS = env.words("CREDENTIALS_KEYS")
+# A stored credential or token is sent over HTTPS only; these hosts (comma-separated names,
+# ".example.com" for every host under one) may take one over plain HTTP too. Empty: none.
+CREDENTIALS_PLAIN_HTTP_HOSTS = env.words("CREDENTIALS_PLAIN_HTTP_HOSTS")
+# A work connection's API address is one of its provider's own hosts (*.atlassian.net,
+# api.clickup.com, api.monday.com) or one of these (names, ".example.com" for every host
+# under one); a host resolving to a loopback, link-local, private or reserved address is
+# refused unless PROVIDER_ALLOWED_NETWORKS holds that address.
+PROVIDER_ALLOWED_HOSTS = env.words("PROVIDER_ALLOWED_HOSTS")
+PROVIDER_ALLOWED_NETWORKS = env.networks("PROVIDER_ALLOWED_NETWORKS")
 
 # The code host behind pullrequest.sync, checks.sync and capsules.retrospective: "stored"
 # (the embedded default: what Repository.metadata holds, no network) or "github" (the REST

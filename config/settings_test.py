@@ -1,6 +1,8 @@
 """Settings for the test suite: PostgreSQL, the test-only job types and tasks."""
 
 import os
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jobplatform")
 # Production's defaults (DEBUG off), with a key for the tests only, and without the
@@ -20,6 +22,14 @@ if not os.environ.get("QDRANT_PATH"):
 
 from config.settings import *  # noqa: E402,F403
 from config.settings import INSTALLED_APPS, TASKS  # noqa: E402
+
+# The tests' git servers and provider stand-ins listen on this machine over plain HTTP, and
+# their repositories live in temporary folders: allowed here, by name, as an operator would.
+LOCAL_TEST_HOSTS = ["localhost", "127.0.0.1"]
+CREDENTIALS_PLAIN_HTTP_HOSTS = LOCAL_TEST_HOSTS
+PROVIDER_ALLOWED_HOSTS = LOCAL_TEST_HOSTS
+PROVIDER_ALLOWED_NETWORKS = ["127.0.0.0/8", "::1/128"]
+REPOSITORY_LOCAL_ROOTS = [Path(tempfile.gettempdir()).resolve()]
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobs_app"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -368,12 +368,23 @@ class WorkConnectionForm(forms.ModelForm):
             "snapshot",
         ]
 
+    def clean_api_token(self) -> str:
+        token = self.cleaned_data.get("api_token", "")
+        problem = credentials.key_problem() if token else ""
+        if problem:
+            # Saving would fail on the key: say so here rather than answer 500.
+            raise forms.ValidationError(
+                "The token cannot be stored: CREDENTIALS_KEYS is not a list of Fernet keys "
+                "(see manage.py check --deploy)."
+            )
+        return token
+
     def save(self, commit: bool = True) -> models.WorkConnection:
         connection = super().save(commit=False)
         if self.cleaned_data.get("forget_api_token"):
             connection.credential = ""
         elif self.cleaned_data.get("api_token"):
-            connection.credential = credentials.encrypt(self.cleaned_data["api_token"])
+            connection.credential = credentials.seal(self.cleaned_data["api_token"], connection.api_origin())
         if commit:
             connection.save()
         return connection
@@ -444,6 +455,17 @@ class WorkConnectionAdmin(RecordJobsMixin, SystemTimestamps):
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
         # An error report of this page (DEBUG, the admins' email) must not carry the token.
         return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def save_model(self, request, obj, form, change) -> None:
+        kept = obj.credential
+        super().save_model(request, obj, form, change)
+        if kept and not obj.credential:  # the model drops a token whose address moved host
+            self.message_user(
+                request,
+                "The API address names another host than the stored token was entered for: "
+                "the token was removed. Enter it again to sync.",
+                messages.WARNING,
+            )
 
     @admin.display(description="Stored token")
     def token_stored(self, connection: models.WorkConnection) -> str:

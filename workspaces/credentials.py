@@ -1,25 +1,27 @@
-"""Credentials kept at rest: URLs with the secret taken out, the secret encrypted.
+"""Credentials kept at rest, encrypted, each bound to the origin it was given for.
 
 A repository URL such as ``https://user:token@host/org/repo.git`` is stored as
-``https://***@host/org/repo.git``; the ``user:token`` part is encrypted with Fernet
-(``cryptography``) under ``CREDENTIALS_KEYS``. The first key encrypts and every key
-decrypts, so rotating is: prepend a new key, run ``rotate`` over the stored values, then
-drop the old key. With no key set, one is derived from ``SECRET_KEY``.
+``https://***@host/org/repo.git`` (``workspaces.addresses.take_credential``); the
+``user:token`` part, like a work connection's API token, is encrypted with Fernet
+(``cryptography``) under ``CREDENTIALS_KEYS`` together with the origin (scheme, host, port)
+it is for (``seal``), and is handed out only for that origin (``unseal``). The first key
+encrypts and every key decrypts, so rotating is: prepend a new key, run ``rotate`` over the
+stored values, then drop the old key. With no key set, one is derived from ``SECRET_KEY``.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+import json
+from dataclasses import dataclass
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 REDACTED = "***"
-# Schemes whose user part is a credential: a token is often sent as the user name.
-SECRET_USER_SCHEMES = {"http", "https"}
+SEALED = "sealed:"  # what a secret bound to its origin starts with once decrypted
 
 
 def _fernet() -> MultiFernet:
@@ -39,40 +41,51 @@ def encrypt(secret: str) -> str:
 
 def decrypt(token: str) -> str:
     """The secret; a token no key opens reads as empty (the credential must be entered again)."""
+    return opened(token).secret
+
+
+@dataclass(frozen=True)
+class Opened:
+    secret: str
+    # The origin it was given for; "" for a secret stored before secrets were bound to one.
+    origin: str = ""
+
+
+def seal(secret: str, origin: str) -> str:
+    """``secret`` encrypted together with the origin (``scheme://host:port``) it is for."""
+    return encrypt(SEALED + json.dumps({"origin": origin, "secret": secret}))
+
+
+def opened(token: str) -> Opened:
     try:
-        return _fernet().decrypt(token.encode()).decode()
+        plain = _fernet().decrypt(token.encode()).decode()
     except InvalidToken:
-        return ""
+        return Opened("")
+    if not plain.startswith(SEALED):
+        return Opened(plain)
+    data = json.loads(plain.removeprefix(SEALED))
+    return Opened(str(data["secret"]), str(data["origin"]))
+
+
+def unseal(token: str, origin: str) -> str:
+    """The secret, if it was given for ``origin`` (or stored before secrets were bound to an
+    origin); "" otherwise, as for a token no key opens."""
+    found = opened(token)
+    return found.secret if found.origin in ("", origin) else ""
+
+
+def key_problem() -> str:
+    """Why CREDENTIALS_KEYS cannot encrypt ("" when it can); the keys are never repeated."""
+    try:
+        _fernet()
+    except ImproperlyConfigured as exc:
+        return str(exc)
+    return ""
 
 
 def rotate(token: str) -> str:
     """The same secret encrypted under the first key."""
     return _fernet().rotate(token.encode()).decode()
-
-
-def split_url(url: str) -> tuple[str, str]:
-    """``(url without its secret, the secret)``: the secret is ``user:password`` of an
-    HTTP(S) URL, or the password of another scheme's (an SSH user name is no secret)."""
-    parts = urlsplit(url)
-    if not parts.scheme or parts.username is None or "@" not in parts.netloc:
-        return url, ""
-    userinfo, _, host = parts.netloc.rpartition("@")
-    if parts.scheme in SECRET_USER_SCHEMES:
-        if userinfo == REDACTED:
-            return url, ""
-        return _with_netloc(parts, f"{REDACTED}@{host}"), userinfo
-    user, colon, password = userinfo.partition(":")
-    if not colon or password == REDACTED:
-        return url, ""
-    return _with_netloc(parts, f"{user}:{REDACTED}@{host}"), password
-
-
-def without_userinfo(url: str) -> str:
-    """The URL git is given: a redacted user part removed (the secret travels in a header)."""
-    parts = urlsplit(url)
-    if parts.scheme not in SECRET_USER_SCHEMES or "@" not in parts.netloc:
-        return url
-    return _with_netloc(parts, parts.netloc.rpartition("@")[2])
 
 
 def redact(text: str, *secrets: str) -> str:
@@ -82,7 +95,3 @@ def redact(text: str, *secrets: str) -> str:
             if len(part) >= 4:
                 text = text.replace(part, REDACTED)
     return text
-
-
-def _with_netloc(parts: SplitResult, netloc: str) -> str:
-    return urlunsplit(parts._replace(netloc=netloc))

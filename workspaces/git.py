@@ -12,8 +12,11 @@ Every git process runs:
   checkout, only the transports listed in ``PROTOCOLS`` (never ``ext::``), and a limit
   on the size of any file it writes (``REPOSITORY_MAX_BYTES``), so a huge pack is cut off
   by the kernel rather than filling the disk;
-- with the credential, when there is one, in an ``http.extraHeader`` passed through the
-  environment (``GIT_CONFIG_*``): never in argv, in ``.git/config`` or in a log line.
+- with the credential, when there is one, in an ``http.<url>.extraHeader`` scoped to the
+  repository's own scheme, host and port and passed through the environment
+  (``GIT_CONFIG_*``): never in argv, in ``.git/config`` or in a log line; over HTTPS only
+  (``CREDENTIALS_PLAIN_HTTP_HOSTS`` aside), and with redirects off (``http.followRedirects``),
+  so a host answering 301 to another host gets nothing more from git.
 
 The tree is listed (``ls-tree``) before the checkout: its total size is checked against the
 limit first, and the listing says which paths are symbolic links, which the reader of
@@ -34,15 +37,14 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from workspaces.credentials import redact, without_userinfo
+from workspaces import addresses
+from workspaces.credentials import redact
 from workspaces.errors import RepositoryFetchFailed, RepositoryRefused, RepositoryTooLarge
 
 logger = logging.getLogger("workspaces.git")
 
-PROTOCOLS = ("https", "http", "ssh", "git", "file")
-SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:(?!//)")  # git@github.com:org/repo.git
+PROTOCOLS = addresses.SCHEMES
 CONFIG = [
     "core.hooksPath=/dev/null",
     "core.symlinks=false",
@@ -58,6 +60,8 @@ CONFIG = [
     # A transfer slower than 1 kB/s for a minute is a host that stopped answering.
     "http.lowSpeedLimit=1000",
     "http.lowSpeedTime=60",
+    # A redirect, to another host above all, is not followed: the credential stays where it was given.
+    "http.followRedirects=false",
     "protocol.allow=never",
     *(f"protocol.{name}.allow=always" for name in PROTOCOLS),
 ]
@@ -108,21 +112,13 @@ class Limits:
     max_bytes: int
 
 
-def check_url(url: str) -> None:
-    """Refuse what git must not be handed: options, unknown transports, remote helpers."""
-    if not url or url.startswith("-") or any(char in url for char in "\n\r\0"):
-        raise RepositoryRefused(f"Not a repository URL: {url!r}.")
-    scheme = urlsplit(url).scheme
-    if scheme:
-        if scheme not in PROTOCOLS:
-            raise RepositoryRefused(
-                f"git transport {scheme!r} is not allowed; use one of {', '.join(PROTOCOLS)}."
-            )
-        return
-    if "::" in url:
-        raise RepositoryRefused(f"git remote helpers are not allowed: {url!r}.")
-    if not (SCP_LIKE.match(url) or os.path.isabs(url)):
-        raise RepositoryRefused(f"Not a repository URL: {url!r} (use an absolute path for a local one).")
+def check_url(url: str) -> addresses.Address:
+    """Refuse what git must not be handed: options, unknown transports, remote helpers, and
+    URLs that git and Python would read differently (``workspaces.addresses``)."""
+    try:
+        return addresses.parse(url)
+    except addresses.AddressRefused as exc:
+        raise RepositoryRefused(str(exc)) from None
 
 
 def fetch(url: str, root: Path, limits: Limits, *, credential: str = "") -> Checkout:
@@ -132,9 +128,18 @@ def fetch(url: str, root: Path, limits: Limits, *, credential: str = "") -> Chec
     that the new commit no longer has are removed. ``url`` may carry ``***`` where its
     credential was; ``credential`` is that ``user:token``.
     """
-    check_url(url)
-    git = Git(limits, credential)
-    target = without_userinfo(url)
+    address = check_url(url)
+    if credential:
+        if address.scheme not in ("http", "https"):
+            raise RepositoryRefused(f"A stored credential is sent over HTTPS only, not {address.scheme}.")
+        try:
+            addresses.check_credential_transport(address.scheme, address.host)
+        except addresses.AddressRefused as exc:
+            raise RepositoryRefused(str(exc)) from None
+    git = Git(
+        limits, address.basic_credential(credential) if credential else "", addresses.url_prefix(address)
+    )
+    target = addresses.for_git(url)
     head = git.run(["ls-remote", "--symref", "--", target, "HEAD"]).stdout
     branch = ""
     commit = ""
@@ -218,9 +223,10 @@ def _cut_off(root: Path, max_bytes: int) -> bool:
 class Git:
     """Runs git with the safety settings above, the deadline and the size limit."""
 
-    def __init__(self, limits: Limits, credential: str = "") -> None:
+    def __init__(self, limits: Limits, credential: str = "", credential_url: str = "") -> None:
         self.limits = limits
         self.credential = credential
+        self.credential_url = credential_url  # the only URLs the credential's header goes to
         self.deadline = time.monotonic() + limits.timeout  # shared by every command of a fetch
 
     def environment(self) -> dict[str, str]:
@@ -242,7 +248,7 @@ class Git:
         config = list(CONFIG)
         if self.credential:
             basic = base64.b64encode(self.credential.encode()).decode()
-            config.append(f"http.extraHeader=Authorization: Basic {basic}")
+            config.append(f"http.{self.credential_url}.extraHeader=Authorization: Basic {basic}")
         env["GIT_CONFIG_COUNT"] = str(len(config))
         for index, item in enumerate(config):
             key, _, value = item.partition("=")

@@ -95,8 +95,12 @@ class Repository(models.Model):
         default="",
         help_text="owner/name on the code host; read from the URL when empty.",
     )
-    # Without a URL, ingest reads a local folder, or else ``metadata["files"]``.
+    # Without a URL, ingest reads a local folder (under REPOSITORY_LOCAL_ROOTS), or else
+    # ``metadata["files"]``.
     local_path = models.CharField(max_length=500, blank=True, default="")
+    # The working folder under REPOSITORIES_ROOT, named for this record on its first fetch
+    # (services.checkouts): never another record's, even one with a reused id.
+    checkout_folder = models.CharField(max_length=64, blank=True, default="", editable=False)
     # Stored metadata: {"files": {path: text}}, {"pull_requests": [...]}, {"checks": {...}}.
     metadata = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.NEW)
@@ -128,15 +132,71 @@ class Repository(models.Model):
         return self.name
 
     def save(self, *args, **kwargs) -> None:
-        # A credential typed into the URL is never stored in clear (see workspaces.credentials).
-        from workspaces import credentials
+        # A credential typed into the URL is never stored in clear, and is bound to the
+        # origin it was typed for (see workspaces.credentials): a URL naming another origin,
+        # or no longer holding the *** that stands for it, drops it.
+        from workspaces import addresses, credentials
 
-        url, secret = credentials.split_url(self.url)
+        before, typed = self.credential, self.url
+        try:
+            url, secret = addresses.take_credential(self.url) if self.url else ("", "")
+            address = addresses.parse(url) if url else None
+        except addresses.AddressRefused:
+            # Refused again by ingest, with the reason; a user part it may hold is not kept.
+            self.url, secret, address = addresses.shown(self.url), "", None
         if secret:
-            self.url, self.credential = url, credentials.encrypt(secret)
-            if kwargs.get("update_fields") is not None:
-                kwargs["update_fields"] = {*kwargs["update_fields"], "url", "credential"}
+            self.url, self.credential = url, credentials.seal(secret, address.origin if address else "")
+        elif self.credential and not _still_for(self.credential, address, getattr(self, "_loaded_url", None)):
+            self.credential = ""
+        if (self.credential, self.url) != (before, typed) and kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "url", "credential"}
         super().save(*args, **kwargs)
+        self._loaded_url = self.url
+
+    @classmethod
+    def from_db(cls, db, field_names, values, *args, **kwargs):
+        instance = super().from_db(db, field_names, values, *args, **kwargs)
+        instance._loaded_url = instance.__dict__.get("url")  # None when deferred
+        return instance
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from workspaces import addresses, local_sources
+
+        errors = {}
+        try:
+            address = addresses.parse(self.url) if self.url else None
+        except addresses.AddressRefused as exc:
+            errors["url"] = str(exc)
+            address = None
+        try:
+            if address is not None and address.local:
+                local_sources.check(address.path)
+            if address is not None and address.userinfo and address.scheme in ("http", "https"):
+                addresses.check_credential_transport(address.scheme, address.host)
+        except (addresses.AddressRefused, local_sources.LocalPathRefused) as exc:
+            errors["url"] = str(exc)
+        if self.local_path:
+            try:
+                local_sources.check(self.local_path)
+            except local_sources.LocalPathRefused as exc:
+                errors["local_path"] = str(exc)
+        if errors:
+            raise ValidationError(errors)
+
+
+def _still_for(token: str, address, loaded_url: str | None) -> bool:
+    """Whether a stored repository credential still belongs with the URL ``address``."""
+    from workspaces import addresses, credentials
+
+    if address is None or not address.redacted_marker:
+        return False
+    bound = credentials.opened(token).origin
+    if bound:
+        return bound == address.origin
+    # Stored before credentials were bound: it was for the URL as last loaded.
+    return loaded_url is None or addresses.loose_origin(loaded_url) == address.origin
 
 
 class PullRequest(models.Model):
@@ -247,12 +307,48 @@ class WorkConnection(models.Model):
         return f"{self.get_kind_display()}: {self.name}"
 
     def save(self, *args, **kwargs) -> None:
+        from workspaces import credentials
+
         # Webhooks find a connection by its external id, exactly (the index serves that): Jira
         # names projects by their upper-case key, so a key typed in lower case is stored upper.
         self.external_id = self.external_id.strip()
         if self.kind == self.Kind.JIRA:
             self.external_id = self.external_id.upper()
+        # The token goes only where it was entered for: an address on another host drops it.
+        if self.credential:
+            bound = credentials.opened(self.credential).origin or getattr(self, "_loaded_origin", None)
+            if bound is not None and bound != self.api_origin():
+                self.credential = ""
+                if kwargs.get("update_fields") is not None:
+                    kwargs["update_fields"] = {*kwargs["update_fields"], "credential"}
         super().save(*args, **kwargs)
+        self._loaded_origin = self.api_origin()
+
+    @classmethod
+    def from_db(cls, db, field_names, values, *args, **kwargs):
+        instance = super().from_db(db, field_names, values, *args, **kwargs)
+        # The address as loaded: a token stored before tokens were bound to one was for it.
+        instance._loaded_origin = (
+            instance.api_origin() if {"kind", "api_url"} <= instance.__dict__.keys() else None
+        )
+        return instance
+
+    def api_origin(self) -> str:
+        """The origin (scheme://host:port) this connection's calls and its token go to."""
+        from workspaces import addresses
+
+        return addresses.api_origin(self.kind, self.api_url)
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from workspaces import addresses
+
+        if self.api_url.strip() or self.kind in addresses.DEFAULT_API_URLS:
+            try:
+                addresses.api_address(self.kind, self.api_url or addresses.DEFAULT_API_URLS[self.kind])
+            except addresses.AddressRefused as exc:
+                raise ValidationError({"api_url": str(exc)}) from None
 
 
 class SourceItem(models.Model):

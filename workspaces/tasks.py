@@ -1,5 +1,5 @@
-"""The eleven workspace job types and the two workspace timers: declarations only (load by
-id, call a service).
+"""The eleven workspace job types, the removal of a deleted repository's working folder,
+and the two workspace timers: declarations only (load by id, call a service).
 
 Queues and attempts are those of the background-jobs page; the names are stored in rows,
 so never rename one. Each type's dedupe key names its subject ("repository:7"): at most
@@ -11,6 +11,7 @@ from workspaces.services import (
     analysis,
     brain,
     capsules,
+    checkouts,
     decisions,
     ingest,
     provisioning,
@@ -30,6 +31,12 @@ WORKSPACE = "workspace:{workspace_id}"
 @job("repository.ingest", queue="ingestion", attempts=3, timeout=900, dedupe=REPOSITORY)
 def ingest_repository(ctx: JobContext, *, repository_id: int) -> None:
     ingest.ingest_repository(repository_id, progress=ctx.progress)
+
+
+@job("checkout.remove", queue="ingestion", attempts=3, timeout=900, dedupe="checkout:{folder}")
+def remove_checkout(ctx: JobContext, *, folder: str) -> None:
+    # On the ingestion queue: its workers are the machines that hold the working folders.
+    checkouts.remove(folder)
 
 
 @job("repository.analyse", queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)

@@ -56,8 +56,8 @@ def test_ingest__clones_a_file_url_and_fetches_what_was_pushed_between_two_inges
     assert (repository.status, repository.commit_sha, repository.branch) == ("ingested", first, "main")
     assert repository.kind == "django-project"
     assert repository.paths == ["app/models.py", "manage.py", "old.py"]
-    assert (repositories_root / str(repository.pk) / "manage.py").is_file()  # its own working folder
-    assert git("rev-parse", "--is-shallow-repository", cwd=repositories_root / str(repository.pk)) == "true"
+    assert (repositories_root / repository.checkout_folder / "manage.py").is_file()  # its own working folder
+    assert git("rev-parse", "--is-shallow-repository", cwd=repositories_root / repository.checkout_folder) == "true"
 
     second = origin.commit({"old.py": None, "tests/test_models.py": "def test(): pass\n"})
     ingest.ingest_repository(repository.pk)
@@ -65,7 +65,7 @@ def test_ingest__clones_a_file_url_and_fetches_what_was_pushed_between_two_inges
     repository.refresh_from_db()
     assert repository.commit_sha == second != first
     assert repository.paths == ["app/models.py", "manage.py", "tests/test_models.py"]
-    assert not (repositories_root / str(repository.pk) / "old.py").exists()  # gone from the checkout too
+    assert not (repositories_root / repository.checkout_folder / "old.py").exists()  # gone from the checkout too
     assert "quality.no-tests" not in _rules(repository)
 
 
@@ -124,7 +124,7 @@ def test_ingest__a_checkout_over_the_size_limit_is_refused_before_it_is_written(
     repository = RepositoryFactory(url=origin.url, metadata={})
     with pytest.raises(RepositoryTooLarge, match="300,000 bytes"):
         ingest.ingest_repository(repository.pk)
-    assert not (repositories_root / str(repository.pk) / "big.txt").exists()
+    assert not (repositories_root / repository.checkout_folder / "big.txt").exists()
 
 
 def test_ingest__a_fetch_writing_past_the_size_limit_is_cut_off(origin, settings):
@@ -148,7 +148,7 @@ def test_ingest__never_follows_a_symlink_out_of_the_checkout(origin, tmp_path, r
     assert outside == {"leak.env", "docs/up"}
     assert "secrets.aws-key" not in _rules(repository)  # the target was never read
     assert repository.paths == ["README.md", "docs/guide.md"]
-    assert not (repositories_root / str(repository.pk) / "leak.env").is_symlink()  # core.symlinks=false
+    assert not (repositories_root / repository.checkout_folder / "leak.env").is_symlink()  # core.symlinks=false
 
 
 def test_ingest__a_local_folder_with_a_symlink_out_of_it_is_read_without_following_it(tmp_path):
@@ -208,7 +208,7 @@ def test_ingest__no_hooks_and_no_global_config_take_part(origin, monkeypatch, tm
     origin.commit({"a.py": "x = 1\n"})
     repository = _ingest(origin.url)
     marker = tmp_path / "hook-ran"
-    hook = repositories_root / str(repository.pk) / ".git" / "hooks" / "post-checkout"
+    hook = repositories_root / repository.checkout_folder / ".git" / "hooks" / "post-checkout"
     hook.parent.mkdir(parents=True, exist_ok=True)
     hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
     hook.chmod(0o755)
@@ -254,7 +254,7 @@ def test_ingest__a_credential_in_the_url_is_sent_as_a_header_and_never_stored_or
     assert any(headers.get("Authorization", "").startswith("Basic ") for headers in seen)
     assert not any("s3cret" in arg for arg in argv)
     assert "s3cret" not in caplog.text
-    assert "s3cret" not in (tmp_path / "checkouts" / str(repository.pk) / ".git" / "config").read_text()
+    assert "s3cret" not in (tmp_path / "checkouts" / repository.checkout_folder / ".git" / "config").read_text()
 
 
 def test_ingest__a_refused_credential_fails_at_once_without_showing_it(httpserver, tmp_path):

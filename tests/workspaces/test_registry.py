@@ -1,4 +1,5 @@
-"""The eleven job types of the background-jobs page, declared with the page's queue and attempts."""
+"""The eleven job types of the background-jobs page, declared with the page's queue and
+attempts, and the platform's own housekeeping type beside them."""
 
 import pytest
 
@@ -17,6 +18,8 @@ SEED_TABLE = {
     "capsules.retrospective": ("ingestion", 2),
     "retention.purge": ("default", 2),
 }
+# Not on the page: a deleted repository's working folder removed where the checkouts are.
+HOUSEKEEPING = {"checkout.remove": ("ingestion", 3)}
 
 
 @pytest.mark.parametrize(("name", "expected"), sorted(SEED_TABLE.items()))
@@ -25,9 +28,11 @@ def test_job_type__has_the_seeds_queue_and_attempts(name, expected):
     assert (job_type.queue, job_type.attempts) == expected
 
 
-def test_workspaces_tasks__declare_exactly_the_eleven_types():
+def test_workspaces_tasks__declare_exactly_the_eleven_types_and_the_housekeeping_one():
     declared = {t.name for t in registry.all_types() if t.func.__module__ == "workspaces.tasks"}
-    assert declared == set(SEED_TABLE)
+    assert declared == set(SEED_TABLE) | set(HOUSEKEEPING)
+    for name, (queue, attempts) in HOUSEKEEPING.items():
+        assert (registry.get(name).queue, registry.get(name).attempts) == (queue, attempts)
 
 
 def test_job_types__use_the_default_backoff_of_30s_2m_8m_capped_at_30m():

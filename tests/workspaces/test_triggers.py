@@ -131,7 +131,8 @@ def test_admin__connecting_a_repository_queues_its_ingest_and_stores_the_url_red
     assert "tok3n-secret" not in admin_client.get(_change(repository)).content.decode()
 
 
-def test_admin__creating_a_workspace_with_a_repository_queues_its_provisioning(admin_client):
+def test_admin__creating_a_workspace_with_a_repository_queues_its_provisioning(admin_client, settings):
+    settings.REPOSITORY_LOCAL_ROOTS = ["/srv/git"]  # where an operator lets repositories be read from
     organization = OrganizationFactory()
     data = {
         "organization": organization.pk,

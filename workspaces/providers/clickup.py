@@ -14,17 +14,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
-from workspaces.errors import ProviderAnswerInvalid
+from workspaces.addresses import DEFAULT_API_URLS
+from workspaces.errors import ProviderAnswerInvalid, ProviderNotConfigured
 from workspaces.models import WorkConnection
 from workspaces.providers.base import WorkItemData
 from workspaces.providers.http import HttpClient
-from workspaces.providers.trackers import required, subject, token
+from workspaces.providers.trackers import api_address, required, subject, token
 
-API_URL = "https://api.clickup.com/api/v2"
+API_URL = DEFAULT_API_URLS["clickup"]
+LIST_ID = re.compile(r"^[0-9]{1,30}$")  # ClickUp's list ids are numbers
 MAX_PAGES = 2000  # ClickUp answers 100 tasks a page
 
 
@@ -36,19 +40,26 @@ class ClickUpTracker:
         self, connection: WorkConnection, *, updated_since: datetime | None = None
     ) -> Iterator[WorkItemData]:
         list_id = required(connection, connection.external_id, "ClickUp list id")
-        secret = token(connection)
+        if not LIST_ID.match(list_id):
+            raise ProviderNotConfigured(
+                f"{subject(connection).capitalize()} has no valid ClickUp list id (a number)."
+            )
+        address = api_address(connection)
+        secret = token(connection, address)
         params: dict[str, Any] = {"include_closed": "true", "subtasks": "true", "order_by": "created"}
         if updated_since is not None:
             params["date_updated_gt"] = int(updated_since.timestamp() * 1000)
         with HttpClient(
-            base_url=f"{(connection.api_url or API_URL).rstrip('/')}/",
+            base_url=f"{address.url}/",
             subject=subject(connection),
             host_name="ClickUp",
             headers={"Authorization": secret, "Accept": "application/json"},
             secrets=(secret,),
         ) as client:
             for page in range(MAX_PAGES):
-                data = client.get(f"list/{list_id}/task", params={**params, "page": page}).data
+                data = client.get(
+                    f"list/{quote(list_id, safe='')}/task", params={**params, "page": page}
+                ).data
                 tasks = data.get("tasks") if isinstance(data, dict) else None
                 if not isinstance(tasks, list):
                     raise ProviderAnswerInvalid(

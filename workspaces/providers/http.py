@@ -200,10 +200,10 @@ class HttpClient:
         try:
             data = json.loads(body)
         except ValueError as exc:
+            # Say where it broke, never what it held: the answer is not ours to repeat.
             raise ProviderAnswerInvalid(
-                self.redact(
-                    f"{self.host_name} answered {self.subject} with malformed JSON ({exc}): {body[:80]!r}."
-                )
+                f"{self.host_name} answered {self.subject} with malformed JSON ({len(body):,} bytes, "
+                f"{type(exc).__name__} at character {getattr(exc, 'pos', '?')})."
             ) from None
         next_url = response.links.get("next", {}).get("url", "")
         return Answer(status, headers, data, next_url)
@@ -245,11 +245,12 @@ def _origin(url: str) -> tuple[str, str]:
 
 
 def _message(body: bytes) -> str:
-    """The host's own words, when it gave some (GitHub: {"message": ...})."""
+    """The host's own words, when it gave some in its API's error shape (GitHub: {"message":
+    ...}); an answer of another shape (a proxy's page, another service's) is never repeated."""
     try:
         data = json.loads(body)
     except ValueError:
-        return body[:200].decode("utf-8", "replace").strip() or "no message"
+        return f"an answer of {len(body):,} bytes that is not JSON" if body else "no message"
     if isinstance(data, dict):
         # GitHub {"message"}, Jira {"errorMessages": [...]}, ClickUp {"err"}, GraphQL {"errors": [{"message"}]}.
         for words in (data.get("message"), data.get("err"), *_listed(data.get("errorMessages"))):

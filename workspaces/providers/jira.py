@@ -30,7 +30,7 @@ from workspaces.errors import ProviderAnswerInvalid, ProviderNotConfigured
 from workspaces.models import WorkConnection
 from workspaces.providers.base import WorkItemData
 from workspaces.providers.http import HttpClient
-from workspaces.providers.trackers import required, subject, token
+from workspaces.providers.trackers import api_address, required, subject, token
 
 PAGE_SIZE = 100
 MAX_PAGES = 2000  # 200,000 issues: more is not one project but a mistake in the key
@@ -47,12 +47,14 @@ class JiraTracker:
     def items(
         self, connection: WorkConnection, *, updated_since: datetime | None = None
     ) -> Iterator[WorkItemData]:
-        site = required(connection, connection.api_url, "Jira site (API address)").rstrip("/")
+        required(connection, connection.api_url, "Jira site (API address)")
         key = connection.external_id.strip().upper()
         if not PROJECT_KEY.match(key):
             raise ProviderNotConfigured(f"{subject(connection).capitalize()} has no valid Jira project key.")
         email = required(connection, connection.account, "account email")
-        secret = token(connection)
+        address = api_address(connection)
+        site = address.url
+        secret = token(connection, address)
         basic = base64.b64encode(f"{email}:{secret}".encode()).decode()
         params: dict[str, Any] = {"jql": jql(key, updated_since), "fields": FIELDS, "maxResults": PAGE_SIZE}
         with HttpClient(

@@ -26,13 +26,15 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 
 from jobs import RetryLater
-from workspaces.errors import ProviderAnswerInvalid, ProviderRefused
+from workspaces.addresses import DEFAULT_API_URLS
+from workspaces.errors import ProviderAnswerInvalid, ProviderNotConfigured, ProviderRefused
 from workspaces.models import WorkConnection
 from workspaces.providers.base import WorkItemData
 from workspaces.providers.http import HttpClient
-from workspaces.providers.trackers import required, subject, token
+from workspaces.providers.trackers import api_address, required, subject, token
 
-API_URL = "https://api.monday.com/v2"
+API_URL = DEFAULT_API_URLS["monday"]
+BOARD_ID = re.compile(r"^[0-9]{1,30}$")  # monday's board ids are numbers
 API_VERSION = "2025-04"
 PAGE_SIZE = 500
 MAX_PAGES = 1000
@@ -64,9 +66,14 @@ class MondayTracker:
         self, connection: WorkConnection, *, updated_since: datetime | None = None
     ) -> Iterator[WorkItemData]:
         board = required(connection, connection.external_id, "Monday board id")
-        secret = token(connection)
+        if not BOARD_ID.match(board):
+            raise ProviderNotConfigured(
+                f"{subject(connection).capitalize()} has no valid Monday board id (a number)."
+            )
+        address = api_address(connection)
+        secret = token(connection, address)
         with HttpClient(
-            base_url=connection.api_url or API_URL,
+            base_url=address.url,
             subject=subject(connection),
             host_name="Monday",
             headers={"Authorization": secret, "API-Version": API_VERSION, "Accept": "application/json"},

@@ -6,14 +6,19 @@ Every tracker calls its provider through ``workspaces.providers.http`` (one conv
 every provider: timeouts; 429 or an exhausted rate limit reschedules the job without using
 an attempt; 5xx retries; 401/403 fail at once naming the connection; malformed answers fail
 clearly) and passes it the token, which no error message may repeat.
+
+Before any call, the connection's API address is checked (``workspaces.addresses``: HTTPS,
+the provider's own hosts or ``PROVIDER_ALLOWED_HOSTS``, public addresses only unless
+``PROVIDER_ALLOWED_NETWORKS``), and the token is handed out only for the address it was
+entered for. Identifiers that go into a URL path are checked against the provider's format.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workspaces import credentials
-from workspaces.errors import ProviderNotConfigured
+from workspaces import addresses, credentials
+from workspaces.errors import ProviderNotConfigured, ProviderUnavailable
 from workspaces.providers.base import WorkTracker
 
 if TYPE_CHECKING:
@@ -41,9 +46,34 @@ def subject(connection: WorkConnection) -> str:
     return f'connection #{connection.pk} "{connection.name}" ({connection.get_kind_display()})'
 
 
-def token(connection: WorkConnection) -> str:
-    """The connection's API token; a permanent failure when there is none to use."""
-    secret = credentials.decrypt(connection.credential) if connection.credential else ""
+def api_address(connection: WorkConnection) -> addresses.ApiAddress:
+    """The connection's API address (its provider's public API when it has none), checked
+    and resolved: a permanent failure for an address the rules refuse."""
+    url = connection.api_url.strip() or addresses.DEFAULT_API_URLS.get(connection.kind, "")
+    if not url:
+        raise ProviderNotConfigured(f"{subject(connection).capitalize()} has no API address.")
+    try:
+        address = addresses.api_address(connection.kind, url)
+        addresses.check_resolved(address)
+    except addresses.AddressRefused as exc:
+        raise ProviderNotConfigured(f"{subject(connection).capitalize()}: {exc}") from None
+    except OSError:
+        raise ProviderUnavailable(
+            f"The API address of {subject(connection)} does not resolve ({address.host})."
+        ) from None
+    return address
+
+
+def token(connection: WorkConnection, address: addresses.ApiAddress | None = None) -> str:
+    """The connection's API token, for ``address`` only; a permanent failure when there is
+    none to use there."""
+    found = credentials.opened(connection.credential) if connection.credential else credentials.Opened("")
+    if found.secret and address is not None and found.origin and found.origin != address.origin:
+        raise ProviderNotConfigured(
+            f"The API token of {subject(connection)} was entered for another API address than "
+            f"{address.origin}; enter it again on the connection's admin page."
+        )
+    secret = found.secret
     if not secret:
         reason = (
             "no API token"

@@ -2,8 +2,10 @@
 heuristics.
 
 Files come from, in this order: the repository's ``url``, fetched with git into a working
-folder of its own under ``REPOSITORIES_ROOT`` (see ``workspaces.git``); a folder on this
-machine (``local_path``); or ``metadata["files"]`` ({path: text}, the embedded demo data).
+folder of its own under ``REPOSITORIES_ROOT`` (see ``workspaces.git``; the folder is named
+for this record alone and never reused, see ``checkouts``); a folder on this machine
+(``local_path``), which like a ``file://`` URL must lie under ``REPOSITORY_LOCAL_ROOTS``
+(``workspaces.local_sources``); or ``metadata["files"]`` ({path: text}, the embedded demo data).
 Reading a folder never leaves it: symbolic links are recorded, never followed, and only
 regular files are opened. What the reading met (links pointing outside, text that is not
 UTF-8, more files than ``REPOSITORY_MAX_FILES``, an empty repository) is recorded among the
@@ -12,23 +14,22 @@ findings; a fetch that fails records its reason in ``ingest_error``.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import stat
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.utils import timezone
 
-from workspaces import credentials, git
-from workspaces.errors import RepositoryUnreadable, WorkspaceError
+from workspaces import addresses, credentials, git, local_sources
+from workspaces.errors import RepositoryRefused, RepositoryUnreadable, WorkspaceError
 from workspaces.models import Repository
-from workspaces.services import Progress, load, no_progress
+from workspaces.services import Progress, checkouts, load, no_progress
 
 LANGUAGES = {
     ".py": "Python",
@@ -169,18 +170,37 @@ def read_stored(repository: Repository) -> Iterator[tuple[str, str]]:
 
 
 def working_folder(repository: Repository) -> Path:
-    return Path(settings.REPOSITORIES_ROOT) / str(repository.pk)
+    return checkouts.folder(repository)
 
 
-@contextmanager
-def checkout_lock(repository: Repository) -> Iterator[None]:
-    """One fetch-and-read per working folder at a time on this machine (an ingest job and
-    a provisioning run may meet); the lock goes with the process that held it."""
-    root = Path(settings.REPOSITORIES_ROOT)
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{repository.pk}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+def checkout_lock(repository: Repository) -> AbstractContextManager[None]:
+    return checkouts.lock(repository.pk)
+
+
+def credential_for(repository: Repository, address: addresses.Address) -> str:
+    """The stored credential, when the URL still asks for it (``***``) and names the origin it
+    was given for; a refusal when it names another (the credential must be given again)."""
+    if not repository.credential or not address.redacted_marker:
+        return ""
+    found = credentials.opened(repository.credential)
+    if not found.secret:
+        raise RepositoryRefused(
+            f"Repository {repository.name!r} has a stored credential that no key of CREDENTIALS_KEYS "
+            "decrypts; give it again in the URL."
+        )
+    if found.origin and found.origin != address.origin:
+        raise RepositoryRefused(
+            f"The stored credential of repository {repository.name!r} was given for another host "
+            f"than {address.origin}; give it again in the URL."
+        )
+    return found.secret
+
+
+def local_folder(path: str) -> Path:
+    try:
+        return local_sources.check(path)
+    except local_sources.LocalPathRefused as exc:
+        raise RepositoryRefused(str(exc)) from None
 
 
 def classify(paths: set[str]) -> str:
@@ -222,11 +242,14 @@ def ingest_repository(repository_id: int, progress: Progress = no_progress) -> R
         with checkout_lock(repository):
             progress(5, "Fetching with git")
             try:
+                address = git.check_url(repository.url)
+                if address.local:
+                    local_folder(address.path)
                 checkout = git.fetch(
                     repository.url,
                     working_folder(repository),
                     git.Limits(timeout=settings.GIT_TIMEOUT, max_bytes=settings.REPOSITORY_MAX_BYTES),
-                    credential=credentials.decrypt(repository.credential) if repository.credential else "",
+                    credential=credential_for(repository, address),
                 )
             except WorkspaceError as exc:
                 Repository.objects.filter(pk=repository.pk).update(ingest_error=str(exc)[:2000])
@@ -239,7 +262,11 @@ def ingest_repository(repository_id: int, progress: Progress = no_progress) -> R
             links = frozenset(entry.path for entry in checkout.entries if entry.is_link)
             return _scan(repository, read_folder(checkout.root, reading, links), reading, progress)
     if repository.local_path:
-        root = Path(repository.local_path)
+        try:
+            root = local_folder(repository.local_path)
+        except RepositoryRefused as exc:
+            Repository.objects.filter(pk=repository.pk).update(ingest_error=str(exc)[:2000])
+            raise
         if not root.is_dir():
             raise RepositoryUnreadable(f"{repository.local_path} is not a directory.")
         progress(5, "Reading files")
