@@ -12,11 +12,12 @@ Every git process runs:
   checkout, only the transports listed in ``PROTOCOLS`` (never ``ext::``), and a limit
   on the size of any file it writes (``REPOSITORY_MAX_BYTES``), so a huge pack is cut off
   by the kernel rather than filling the disk;
-- with the credential, when there is one, in an ``http.<url>.extraHeader`` scoped to the
-  repository's own scheme, host and port and passed through the environment
-  (``GIT_CONFIG_*``): never in argv, in ``.git/config`` or in a log line; over HTTPS only
-  (``CREDENTIALS_PLAIN_HTTP_HOSTS`` aside), and with redirects off (``http.followRedirects``),
-  so a host answering 301 to another host gets nothing more from git.
+- with the credential, when there is one, in an ``http.<url>.extraHeader`` for the
+  repository's own scheme, host and port, passed through the environment (``GIT_CONFIG_*``):
+  never in argv, in ``.git/config`` or in a log line; over HTTPS only
+  (``CREDENTIALS_PLAIN_HTTP_HOSTS`` aside); and with redirects off (``http.followRedirects``):
+  git matches that header against the URL it was given, not the one a redirect names, so
+  a host answering 301 to another would otherwise have the header sent there.
 
 The tree is listed (``ls-tree``) before the checkout: its total size is checked against the
 limit first, and the listing says which paths are symbolic links, which the reader of

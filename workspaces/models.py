@@ -177,6 +177,16 @@ class Repository(models.Model):
                 addresses.check_credential_transport(address.scheme, address.host)
         except (addresses.AddressRefused, local_sources.LocalPathRefused) as exc:
             errors["url"] = str(exc)
+        if (
+            address is not None
+            and address.redacted_marker
+            and self.credential
+            and not _still_for(self.credential, address, getattr(self, "_loaded_url", None))
+        ):
+            errors["url"] = (
+                "The stored credential was given for another host: give the credential again in the "
+                "URL (https://user:token@host/…), or remove the *** to go without one."
+            )
         if self.local_path:
             try:
                 local_sources.check(self.local_path)

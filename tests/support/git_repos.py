@@ -93,12 +93,13 @@ class Origin:
 
 def http_backend(project_root: Path, credential: str, seen: list[dict[str, str]]):
     """A werkzeug handler serving the repositories under ``project_root`` over git's smart
-    HTTP protocol, for clients sending Basic ``credential``; records each request's headers."""
+    HTTP protocol, for clients sending Basic ``credential`` (to anyone when it is ""); records
+    each request's headers."""
     expected = "Basic " + base64.b64encode(credential.encode()).decode()
 
     def handle(request: Request) -> Response:
         seen.append(dict(request.headers))
-        if request.headers.get("Authorization") != expected:
+        if credential and request.headers.get("Authorization") != expected:
             return Response("", status=401, headers={"WWW-Authenticate": 'Basic realm="git"'})
         body = request.get_data()
         if request.headers.get("Content-Encoding") == "gzip":
