@@ -1,5 +1,6 @@
 """Settings for the test suite: PostgreSQL, the test-only job types and tasks."""
 
+import ipaddress
 import os
 import tempfile
 from pathlib import Path
@@ -28,7 +29,7 @@ from config.settings import INSTALLED_APPS, TASKS  # noqa: E402
 LOCAL_TEST_HOSTS = ["localhost", "127.0.0.1"]
 CREDENTIALS_PLAIN_HTTP_HOSTS = LOCAL_TEST_HOSTS
 PROVIDER_ALLOWED_HOSTS = LOCAL_TEST_HOSTS
-PROVIDER_ALLOWED_NETWORKS = ["127.0.0.0/8", "::1/128"]
+PROVIDER_ALLOWED_NETWORKS = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128")]
 REPOSITORY_LOCAL_ROOTS = [Path(tempfile.gettempdir()).resolve()]
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobs_app"]

@@ -329,7 +329,7 @@ def check_resolved(address: ApiAddress) -> None:
     """Every address the host resolves to is public, or in PROVIDER_ALLOWED_NETWORKS.
     OSError when the name does not resolve (the caller decides what that means)."""
     infos = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM)
-    found = {ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos}
+    found = {ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos}
     _check_public(address.host, sorted(found, key=str))
 
 

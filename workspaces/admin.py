@@ -29,7 +29,7 @@ from django.utils.text import Truncator
 from django.views.decorators.debug import sensitive_post_parameters
 
 from jobs import Job, JobButton, RecordJobsMixin, enqueue, register_payload_link
-from workspaces import admin_display, credentials, models
+from workspaces import addresses, admin_display, credentials, models
 from workspaces.providers import code_host, work_tracker
 from workspaces.services import decisions, triggers
 from workspaces.services.work_items import WorkSyncResult, request_sync
@@ -93,8 +93,23 @@ class SystemWritten(SystemTimestamps):
         return False
 
 
+class RepositoryForm(forms.ModelForm):
+    """A URL the parsers would read differently is refused (by the model's clean()) and shown
+    back with its user part as ***: the page never repeats a token it refused."""
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data.get("url", "")
+        try:
+            addresses.parse(url) if url else None
+        except addresses.AddressRefused:
+            self.data = self.data.copy()
+            self.data[self.add_prefix("url")] = addresses.shown(url)
+        return url
+
+
 class RepositoryInline(admin.TabularInline):
     model = models.Repository
+    form = RepositoryForm
     fields = ["name", "url", "status", "primary_language", "kind", "file_count"]
     readonly_fields = ["status", "primary_language", "kind", "file_count"]
     extra = 0
@@ -147,6 +162,11 @@ class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
     jobs_subject = "workspace_id"
     job_buttons = (JobButton("provision", "Provision", triggers.request_provision),)
 
+    @method_decorator(sensitive_post_parameters())
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # The inline repositories' URLs may carry credentials: no error report shows the form.
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
     def save_related(self, request, form, formsets, change) -> None:
         # Runs inside the admin's transaction, after the inline repositories are saved: a
         # new workspace is provisioned from them (which ingests them); a repository added
@@ -181,6 +201,7 @@ class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
 
 @admin.register(models.Repository)
 class RepositoryAdmin(RecordJobsMixin, SystemTimestamps):
+    form = RepositoryForm
     list_display = ["name", "workspace", "status", "kind", "primary_language", "file_count", "last_job"]
     list_filter = ["status", "kind"]
     search_fields = ["name", "url"]
@@ -236,6 +257,11 @@ class RepositoryAdmin(RecordJobsMixin, SystemTimestamps):
         JobButton("analyse", "Analyse", triggers.request_analysis),
         JobButton("sync", "Sync now", triggers.request_pull_request_sync),
     )
+
+    @method_decorator(sensitive_post_parameters("url"))
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # A URL may carry a credential: an error report of this page must not.
+        return super().changeform_view(request, object_id, form_url, extra_context)
 
     @admin.display(description="Credential")
     def credential_stored(self, obj) -> str:

@@ -125,6 +125,10 @@ class Repository(models.Model):
     architecture = models.JSONField(default=dict, blank=True)
     analysed_at = models.DateTimeField(null=True, blank=True)
 
+    # The URL as loaded from the database (None: not loaded), which a credential stored
+    # before credentials were bound to their origin was given for.
+    _loaded_url: str | None = None
+
     class Meta:
         verbose_name_plural = "repositories"
 
@@ -146,7 +150,7 @@ class Repository(models.Model):
             self.url, secret, address = addresses.shown(self.url), "", None
         if secret:
             self.url, self.credential = url, credentials.seal(secret, address.origin if address else "")
-        elif self.credential and not _still_for(self.credential, address, getattr(self, "_loaded_url", None)):
+        elif self.credential and not _still_for(self.credential, address, self._loaded_url):
             self.credential = ""
         if (self.credential, self.url) != (before, typed) and kwargs.get("update_fields") is not None:
             kwargs["update_fields"] = {*kwargs["update_fields"], "url", "credential"}
@@ -181,7 +185,7 @@ class Repository(models.Model):
             address is not None
             and address.redacted_marker
             and self.credential
-            and not _still_for(self.credential, address, getattr(self, "_loaded_url", None))
+            and not _still_for(self.credential, address, self._loaded_url)
         ):
             errors["url"] = (
                 "The stored credential was given for another host: give the credential again in the "
@@ -302,6 +306,8 @@ class WorkConnection(models.Model):
     # tracker reads instead of a provider. Connections synced from a provider ignore it.
     snapshot = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(db_default=Now())
+    # The origin of the API address as loaded (None: not loaded); see save().
+    _loaded_origin: str | None = None
 
     class Meta:
         indexes = [
@@ -326,7 +332,7 @@ class WorkConnection(models.Model):
             self.external_id = self.external_id.upper()
         # The token goes only where it was entered for: an address on another host drops it.
         if self.credential:
-            bound = credentials.opened(self.credential).origin or getattr(self, "_loaded_origin", None)
+            bound = credentials.opened(self.credential).origin or self._loaded_origin
             if bound is not None and bound != self.api_origin():
                 self.credential = ""
                 if kwargs.get("update_fields") is not None:
@@ -353,12 +359,19 @@ class WorkConnection(models.Model):
         from django.core.exceptions import ValidationError
 
         from workspaces import addresses
+        from workspaces.providers.trackers import external_id_problem
 
+        errors = {}
         if self.api_url.strip() or self.kind in addresses.DEFAULT_API_URLS:
             try:
                 addresses.api_address(self.kind, self.api_url or addresses.DEFAULT_API_URLS[self.kind])
             except addresses.AddressRefused as exc:
-                raise ValidationError({"api_url": str(exc)}) from None
+                errors["api_url"] = str(exc)
+        key = self.external_id.strip().upper() if self.kind == self.Kind.JIRA else self.external_id
+        if key.strip() and (problem := external_id_problem(self.kind, key)):
+            errors["external_id"] = problem
+        if errors:
+            raise ValidationError(errors)
 
 
 class SourceItem(models.Model):

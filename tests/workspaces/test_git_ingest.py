@@ -57,7 +57,10 @@ def test_ingest__clones_a_file_url_and_fetches_what_was_pushed_between_two_inges
     assert repository.kind == "django-project"
     assert repository.paths == ["app/models.py", "manage.py", "old.py"]
     assert (repositories_root / repository.checkout_folder / "manage.py").is_file()  # its own working folder
-    assert git("rev-parse", "--is-shallow-repository", cwd=repositories_root / repository.checkout_folder) == "true"
+    assert (
+        git("rev-parse", "--is-shallow-repository", cwd=repositories_root / repository.checkout_folder)
+        == "true"
+    )
 
     second = origin.commit({"old.py": None, "tests/test_models.py": "def test(): pass\n"})
     ingest.ingest_repository(repository.pk)
@@ -65,7 +68,9 @@ def test_ingest__clones_a_file_url_and_fetches_what_was_pushed_between_two_inges
     repository.refresh_from_db()
     assert repository.commit_sha == second != first
     assert repository.paths == ["app/models.py", "manage.py", "tests/test_models.py"]
-    assert not (repositories_root / repository.checkout_folder / "old.py").exists()  # gone from the checkout too
+    assert not (
+        repositories_root / repository.checkout_folder / "old.py"
+    ).exists()  # gone from the checkout too
     assert "quality.no-tests" not in _rules(repository)
 
 
@@ -148,7 +153,9 @@ def test_ingest__never_follows_a_symlink_out_of_the_checkout(origin, tmp_path, r
     assert outside == {"leak.env", "docs/up"}
     assert "secrets.aws-key" not in _rules(repository)  # the target was never read
     assert repository.paths == ["README.md", "docs/guide.md"]
-    assert not (repositories_root / repository.checkout_folder / "leak.env").is_symlink()  # core.symlinks=false
+    assert not (
+        repositories_root / repository.checkout_folder / "leak.env"
+    ).is_symlink()  # core.symlinks=false
 
 
 def test_ingest__a_local_folder_with_a_symlink_out_of_it_is_read_without_following_it(tmp_path):
@@ -254,7 +261,9 @@ def test_ingest__a_credential_in_the_url_is_sent_as_a_header_and_never_stored_or
     assert any(headers.get("Authorization", "").startswith("Basic ") for headers in seen)
     assert not any("s3cret" in arg for arg in argv)
     assert "s3cret" not in caplog.text
-    assert "s3cret" not in (tmp_path / "checkouts" / repository.checkout_folder / ".git" / "config").read_text()
+    assert (
+        "s3cret" not in (tmp_path / "checkouts" / repository.checkout_folder / ".git" / "config").read_text()
+    )
 
 
 def test_ingest__a_refused_credential_fails_at_once_without_showing_it(httpserver, tmp_path):

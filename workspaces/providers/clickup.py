@@ -14,21 +14,19 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 from workspaces.addresses import DEFAULT_API_URLS
-from workspaces.errors import ProviderAnswerInvalid, ProviderNotConfigured
+from workspaces.errors import ProviderAnswerInvalid
 from workspaces.models import WorkConnection
 from workspaces.providers.base import WorkItemData
 from workspaces.providers.http import HttpClient
-from workspaces.providers.trackers import api_address, required, subject, token
+from workspaces.providers.trackers import api_address, external_id, subject, token
 
 API_URL = DEFAULT_API_URLS["clickup"]
-LIST_ID = re.compile(r"^[0-9]{1,30}$")  # ClickUp's list ids are numbers
 MAX_PAGES = 2000  # ClickUp answers 100 tasks a page
 
 
@@ -39,11 +37,7 @@ class ClickUpTracker:
     def items(
         self, connection: WorkConnection, *, updated_since: datetime | None = None
     ) -> Iterator[WorkItemData]:
-        list_id = required(connection, connection.external_id, "ClickUp list id")
-        if not LIST_ID.match(list_id):
-            raise ProviderNotConfigured(
-                f"{subject(connection).capitalize()} has no valid ClickUp list id (a number)."
-            )
+        list_id = external_id(connection)
         address = api_address(connection)
         secret = token(connection, address)
         params: dict[str, Any] = {"include_closed": "true", "subtasks": "true", "order_by": "created"}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import math
-import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -26,18 +25,17 @@ from typing import Any
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from workspaces.errors import ProviderAnswerInvalid, ProviderNotConfigured
+from workspaces.errors import ProviderAnswerInvalid
 from workspaces.models import WorkConnection
 from workspaces.providers.base import WorkItemData
 from workspaces.providers.http import HttpClient
-from workspaces.providers.trackers import api_address, required, subject, token
+from workspaces.providers.trackers import api_address, external_id, required, subject, token
 
 PAGE_SIZE = 100
 MAX_PAGES = 2000  # 200,000 issues: more is not one project but a mistake in the key
 FIELDS = "summary,status,description,updated"
 # ADF nodes whose children are runs of one line (the others hold blocks, a line each).
 INLINE_CONTAINERS = {"paragraph", "heading", "codeBlock"}
-PROJECT_KEY = re.compile(r"^[A-Z][A-Z0-9_]{0,254}$")
 
 
 class JiraTracker:
@@ -48,9 +46,7 @@ class JiraTracker:
         self, connection: WorkConnection, *, updated_since: datetime | None = None
     ) -> Iterator[WorkItemData]:
         required(connection, connection.api_url, "Jira site (API address)")
-        key = connection.external_id.strip().upper()
-        if not PROJECT_KEY.match(key):
-            raise ProviderNotConfigured(f"{subject(connection).capitalize()} has no valid Jira project key.")
+        key = external_id(connection)
         email = required(connection, connection.account, "account email")
         address = api_address(connection)
         site = address.url

@@ -27,14 +27,13 @@ from django.utils.dateparse import parse_datetime
 
 from jobs import RetryLater
 from workspaces.addresses import DEFAULT_API_URLS
-from workspaces.errors import ProviderAnswerInvalid, ProviderNotConfigured, ProviderRefused
+from workspaces.errors import ProviderAnswerInvalid, ProviderRefused
 from workspaces.models import WorkConnection
 from workspaces.providers.base import WorkItemData
 from workspaces.providers.http import HttpClient
-from workspaces.providers.trackers import api_address, required, subject, token
+from workspaces.providers.trackers import api_address, external_id, subject, token
 
 API_URL = DEFAULT_API_URLS["monday"]
-BOARD_ID = re.compile(r"^[0-9]{1,30}$")  # monday's board ids are numbers
 API_VERSION = "2025-04"
 PAGE_SIZE = 500
 MAX_PAGES = 1000
@@ -65,11 +64,7 @@ class MondayTracker:
     def items(
         self, connection: WorkConnection, *, updated_since: datetime | None = None
     ) -> Iterator[WorkItemData]:
-        board = required(connection, connection.external_id, "Monday board id")
-        if not BOARD_ID.match(board):
-            raise ProviderNotConfigured(
-                f"{subject(connection).capitalize()} has no valid Monday board id (a number)."
-            )
+        board = external_id(connection)
         address = api_address(connection)
         secret = token(connection, address)
         with HttpClient(

@@ -15,6 +15,7 @@ entered for. Identifiers that go into a URL path are checked against the provide
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from workspaces import addresses, credentials
@@ -23,6 +24,32 @@ from workspaces.providers.base import WorkTracker
 
 if TYPE_CHECKING:
     from workspaces.models import WorkConnection
+
+
+# What each provider's identifier of a connection looks like: it goes into a URL path
+# (ClickUp) or a query, so nothing else is sent ("../../team" once reached another path).
+EXTERNAL_IDS = {
+    "jira": (re.compile(r"^[A-Z][A-Z0-9_]{0,254}$"), "Jira project key (PAY, OPS_2)"),
+    "clickup": (re.compile(r"^[0-9]{1,30}$"), "ClickUp list id (a number)"),
+    "monday": (re.compile(r"^[0-9]{1,30}$"), "Monday board id (a number)"),
+}
+
+
+def external_id_problem(kind: str, value: str) -> str:
+    """Why ``value`` is not a valid identifier for a connection of ``kind`` ("" when it is)."""
+    pattern, what = EXTERNAL_IDS.get(kind, (None, ""))
+    if pattern is None or pattern.match(value.strip()):
+        return ""
+    return f"Not a valid {what}."
+
+
+def external_id(connection: WorkConnection) -> str:
+    """The connection's identifier at its provider, checked against the provider's format."""
+    value = connection.external_id.strip()
+    _, what = EXTERNAL_IDS[connection.kind]
+    if not value or external_id_problem(connection.kind, value):
+        raise ProviderNotConfigured(f"{subject(connection).capitalize()} has no valid {what}.")
+    return value
 
 
 def api_tracker(kind: str) -> WorkTracker:
