@@ -36,3 +36,26 @@ def test_rotate_credentials__reencrypts_every_stored_credential_under_the_first_
     assert credentials.decrypt(WorkConnection.objects.get(pk=connection.pk).credential) == "jira-token"
     assert credentials.decrypt(Repository.objects.get(pk=repository.pk).credential) == "bot:gh-token"
     assert WorkConnection.objects.get(pk=orphan.pk).credential == orphan.credential  # left as it was
+
+
+def test_rotate_credentials__binds_a_credential_stored_before_binding_to_its_address(settings):
+    settings.CREDENTIALS_KEYS = [OLD]
+    connection = WorkConnectionFactory(
+        kind="clickup",
+        api_url="",
+        credential=credentials.encrypt("pk_old_token"),  # unbound, as before
+    )
+    repository = RepositoryFactory(
+        url="https://***@github.com/acme/api.git", credential=credentials.encrypt("a:b")
+    )
+    settings.CREDENTIALS_KEYS = [NEW, OLD]
+
+    call_command("rotate_credentials", stdout=StringIO(), stderr=StringIO())
+
+    settings.CREDENTIALS_KEYS = [NEW]
+    assert credentials.opened(WorkConnection.objects.get(pk=connection.pk).credential) == credentials.Opened(
+        "pk_old_token", "https://api.clickup.com:443"
+    )
+    assert credentials.opened(Repository.objects.get(pk=repository.pk).credential) == credentials.Opened(
+        "a:b", "https://github.com:443"
+    )

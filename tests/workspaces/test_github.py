@@ -11,7 +11,7 @@ import jobs
 from tests.support.github import TOKEN, FakeGitHub
 from tests.support.job_states import wait_status
 from tests.support.servers import SilentServer
-from workspaces.errors import ProviderAnswerInvalid, ProviderRefused, ProviderUnavailable
+from workspaces.errors import NotReady, ProviderAnswerInvalid, ProviderRefused, ProviderUnavailable
 from workspaces.models import PullRequest, ReviewCapsule
 from workspaces.providers import code_host, use_code_host
 from workspaces.providers.github import GitHubCodeHost, repository_full_name
@@ -321,3 +321,19 @@ def test_pull_request_sync__rate_limited_in_a_real_worker_waits_and_then_succeed
     assert PullRequest.objects.filter(repository=repository, number=1).exists()
     statuses = [request.path for request in github.requests]
     assert statuses.count("/repos/acme/api/pulls") == 2  # the 429, then the answer
+
+
+@pytest.mark.parametrize("full_name", ["acme/../../orgs/acme", "acme/api?x=1", "acme/api#x", "../.."])
+def test_github__an_owner_name_not_of_githubs_form_is_refused_before_any_request(github, host, full_name):
+    repository = RepositoryFactory(url="https://github.com/acme/api.git", full_name=full_name, metadata={})
+    with pytest.raises(NotReady, match="GitHub's form"):
+        sync_pull_requests(repository.pk)
+    assert github.requests == []
+
+
+def test_github__a_head_commit_that_is_not_a_commit_id_goes_into_no_path(github, host, repository):
+    github.add_pull(7, updated_at=_day(1), head_sha="../../../orgs/acme")
+    PullRequestFactory(repository=repository, number=7, supervised=True, head_sha="")
+    with pytest.raises(ProviderAnswerInvalid, match="no commit id"):
+        sync_checks(repository.pk)
+    assert [path for path in github.paths() if "orgs" in path or "commits" in path] == []

@@ -15,6 +15,7 @@ from django.urls import reverse
 from jobs.models import Job
 from tests.support.git_repos import Origin
 from tests.support.waiting import wait_for
+from workspaces import local_sources
 from workspaces.errors import NotReady, RepositoryRefused
 from workspaces.models import Organization, Repository
 from workspaces.services import checkouts, ingest
@@ -97,6 +98,14 @@ def test_ingest__the_platforms_own_code_is_never_read(settings):
     settings.REPOSITORY_LOCAL_ROOTS = ["/"]
     _refused(RepositoryFactory(local_path=str(django_settings.BASE_DIR), metadata={}), "own code")
     _refused(RepositoryFactory(local_path="/", metadata={}), "holds")
+
+
+def test_local_sources__a_root_set_inside_the_platforms_folder_admits_only_what_is_under_it(settings):
+    demo = Path(django_settings.BASE_DIR) / "var" / "demo-git"  # make demo's, with DEBUG
+    settings.REPOSITORY_LOCAL_ROOTS = [demo, "/"]
+    assert local_sources.check(str(demo / "shop.git")) == demo.resolve() / "shop.git"
+    with pytest.raises(local_sources.LocalPathRefused, match="own code"):
+        local_sources.check(str(Path(django_settings.BASE_DIR) / "config"))
 
 
 def test_ingest__a_folder_under_a_root_is_read(origin):

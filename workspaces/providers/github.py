@@ -39,6 +39,9 @@ FILES_PER_SYNC = 30
 MAX_FILES = 3000  # GitHub lists at most 3,000 files of a pull request
 FAILED = {"failure", "timed_out", "cancelled", "action_required", "startup_failure", "error"}
 SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:(?P<path>.+)$")
+# What goes into a request's path: an owner/name of GitHub's form, a commit id.
+FULL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+COMMIT = re.compile(r"^[0-9a-fA-F]{1,64}$")
 
 
 class GitHubCodeHost:
@@ -97,7 +100,10 @@ class GitHubCodeHost:
     def checks(self, repository: Repository, number: int, head_sha: str = "") -> ChecksData:
         with self.client(repository) as client:
             if not head_sha:
-                head_sha = _field(client.get(f"pulls/{number}"), "head", "sha")
+                head_sha = _field(client.get(f"pulls/{int(number)}"), "head", "sha")
+            if not COMMIT.match(str(head_sha)):
+                # It goes into the next paths: only a commit id, never "../.." from an answer.
+                raise ProviderAnswerInvalid(f"GitHub named no commit id for pull request #{number}.")
             runs: list[dict] = []
             for page in client.pages(f"commits/{head_sha}/check-runs", params={"per_page": PER_PAGE}):
                 runs += _dicts(_field(page, "check_runs"))
@@ -160,7 +166,18 @@ class GitHubCodeHost:
 
 
 def repository_full_name(repository: Repository) -> str:
-    """``owner/name`` on the code host: the repository's own, or read from its URL."""
+    """``owner/name`` on the code host: the repository's own, or read from its URL; only
+    names of GitHub's form, since they go into every request's path."""
+    name = _full_name(repository)
+    if not FULL_NAME.match(name) or any(part in (".", "..") for part in name.split("/")):
+        raise NotReady(
+            f"Repository {repository.name!r} has no owner/name of GitHub's form (letters, digits, "
+            "'-', '_', '.'); set its full name."
+        )
+    return name
+
+
+def _full_name(repository: Repository) -> str:
     if repository.full_name:
         return repository.full_name.strip("/")
     url = repository.url
