@@ -67,6 +67,16 @@ def opened(token: str) -> Opened:
     return Opened(str(data["secret"]), str(data["origin"]))
 
 
+def bound_origin(token: str) -> str:
+    """The origin ``token`` was sealed for; "" when it names none (stored before binding) or
+    cannot be read here (no key opens it, CREDENTIALS_KEYS malformed): saving a record must
+    not fail on the key, using its credential does."""
+    try:
+        return opened(token).origin
+    except ImproperlyConfigured:
+        return ""
+
+
 def unseal(token: str, origin: str) -> str:
     """The secret, if it was given for ``origin`` (or stored before secrets were bound to an
     origin); "" otherwise, as for a token no key opens."""

@@ -206,7 +206,7 @@ def _still_for(token: str, address, loaded_url: str | None) -> bool:
 
     if address is None or not address.redacted_marker:
         return False
-    bound = credentials.opened(token).origin
+    bound = credentials.bound_origin(token)
     if bound:
         return bound == address.origin
     # Stored before credentials were bound: it was for the URL as last loaded.
@@ -332,7 +332,7 @@ class WorkConnection(models.Model):
             self.external_id = self.external_id.upper()
         # The token goes only where it was entered for: an address on another host drops it.
         if self.credential:
-            bound = credentials.opened(self.credential).origin or self._loaded_origin
+            bound = credentials.bound_origin(self.credential) or self._loaded_origin
             if bound is not None and bound != self.api_origin():
                 self.credential = ""
                 if kwargs.get("update_fields") is not None:
