@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import psycopg
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
@@ -28,6 +27,7 @@ from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from jobs import registry, sql, validation
+from jobs.conf import jobs_settings
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition, UnknownJobType
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
@@ -88,7 +88,7 @@ def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...
     connection.ensure_connection()
     raw = connection.connection
     with connection.wrap_database_errors:
-        if not settings.JOBS_PREPARED_STATEMENTS:
+        if not jobs_settings.PREPARED_STATEMENTS:
             with raw.cursor() as cursor:
                 cursor.execute(statement, params)
                 return cursor.fetchall()
@@ -709,9 +709,9 @@ def reap(now: datetime | None = None) -> ReapResult:
     """
     now = now or timezone.now()
     dead_workers = Worker.objects.filter(
-        last_seen__lt=now - timedelta(seconds=settings.JOBS_WORKER_LEASE)
+        last_seen__lt=now - timedelta(seconds=jobs_settings.WORKER_LEASE)
     ).values("name")
-    silent = Q(heartbeat_at__lt=now - timedelta(seconds=settings.JOBS_REAP_AFTER)) | Q(
+    silent = Q(heartbeat_at__lt=now - timedelta(seconds=jobs_settings.REAP_AFTER)) | Q(
         locked_by__in=dead_workers
     )
     return _take_back(Job.objects.filter(silent, status=Status.RUNNING))
@@ -780,8 +780,8 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     Succeeded and cancelled jobs count from when they finished. A failed job stays, however
     old, until it is retried or dismissed; a dismissed one counts from its dismissal."""
     if older_than is None:
-        older_than = timedelta(days=settings.JOBS_KEEP_FINISHED_DAYS)
-    batch_size = batch_size or settings.JOBS_PRUNE_BATCH
+        older_than = timedelta(days=jobs_settings.KEEP_FINISHED_DAYS)
+    batch_size = batch_size or jobs_settings.PRUNE_BATCH
     cutoff = timezone.now() - older_than
     total = 0
     while True:
@@ -810,7 +810,7 @@ def register_worker(name: str, host: str, pid: int, queues: list[str]) -> ReapRe
 
     Refuses a name that a live worker (seen within the lease) is using.
     """
-    lease = timedelta(seconds=settings.JOBS_WORKER_LEASE)
+    lease = timedelta(seconds=jobs_settings.WORKER_LEASE)
     with transaction.atomic():
         existing = Worker.objects.select_for_update().filter(name=name).first()
         if (

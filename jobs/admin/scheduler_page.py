@@ -3,7 +3,7 @@ stay in the admin index; its own task lists (successful, failed and queued tasks
 because no work of the platform runs as a django-q2 task (jobs run on ``runworker``). Their
 pages stay where they are, reached from a schedule's "last run".
 
-``DJANGO_Q_SCHEDULER_ONLY=false`` keeps the lists in the index, for a project that also runs
+``JOBS_DJANGO_Q_SCHEDULER_ONLY=false`` keeps the lists in the index, for a project that also runs
 django-q2 tasks.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import apps
-from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest
+
+from jobs.conf import jobs_settings
 
 
 def _not_in_index(self: admin.ModelAdmin, request: HttpRequest) -> dict[str, bool]:
@@ -22,7 +23,7 @@ def _not_in_index(self: admin.ModelAdmin, request: HttpRequest) -> dict[str, boo
 
 
 def hide_task_lists(site: admin.AdminSite = admin.site) -> None:
-    if not getattr(settings, "DJANGO_Q_SCHEDULER_ONLY", True) or not apps.is_installed("django_q"):
+    if not jobs_settings.DJANGO_Q_SCHEDULER_ONLY or not apps.is_installed("django_q"):
         return
     from django_q.models import Failure, OrmQ, Success
 
