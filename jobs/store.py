@@ -1,6 +1,6 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, enqueue_task, claim, complete, complete_in_transaction, fail,
+enqueue, enqueue_many, enqueue_task, claim, claim_job, complete, complete_in_transaction, fail,
 reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
 recover_worker, prune; and task_rows, the read django.tasks tasks' results are built from.
 The worker calls these; it never writes SQL itself.
@@ -343,6 +343,27 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
             ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts)
             for job in claimed
         ]
+
+
+def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
+    """Take one queued job by id for ``worker``, whatever its ``run_at`` (``jobs.testing``
+    runs a test's job inline this way); None when it is not queued. The row lock keeps a
+    worker's claim from taking it at the same moment."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id, status=Status.QUEUED).first()
+        if job is None:
+            return None
+        Job.objects.filter(pk=job_id).update(
+            status=Status.RUNNING,
+            attempts=F("attempts") + 1,
+            locked_by=worker,
+            started_at=Now(),
+            heartbeat_at=Now(),
+            finished_at=None,
+            progress=None,
+            progress_message="",
+        )
+    return ClaimedJob(job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts)
 
 
 def _claim_mariadb(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
