@@ -166,6 +166,9 @@ class JobsSettings:
     MAX_PAYLOAD_BYTES: int = _setting(64 * 1024, at_least(2))
     MAX_PAYLOAD_DEPTH: int = _setting(32, at_least(1))
     MAX_RUN_AT_DAYS: float = _setting(365.0, at_least(0.01))
+    # The longest a job that raised RetryLater waits before it runs again, whatever the
+    # host asked for (a rate limit's reset, a Retry-After).
+    MAX_RETRY_LATER_SECONDS: float = _setting(6 * 3600.0, at_least(1))
     ADMIN_TEXT_CHARS: int = _setting(20_000, at_least(100))
     CLOUDWATCH_NAMESPACE: str = _setting("")
     METRICS_WINDOW: float = _setting(300.0, at_least(1))
