@@ -250,6 +250,8 @@ Q_CLUSTER = {
 }
 # django-q2 only runs the timers' schedules here: its own task lists leave the admin index.
 DJANGO_Q_SCHEDULER_ONLY = env.flag("DJANGO_Q_SCHEDULER_ONLY", True)
+# Functions django-q2 may run besides the timers (dotted names); any other is refused.
+JOBS_DJANGO_Q_ALLOWED_FUNCTIONS = env.words("JOBS_DJANGO_Q_ALLOWED_FUNCTIONS")
 
 LOGGING = {
     "version": 1,
