@@ -236,6 +236,8 @@ Q_CLUSTER = {
 JOBS_DJANGO_Q_SCHEDULER_ONLY = env.flag(
     env.renamed("JOBS_DJANGO_Q_SCHEDULER_ONLY", "DJANGO_Q_SCHEDULER_ONLY"), True
 )
+# Functions django-q2 may run besides the timers (dotted names); any other is refused.
+JOBS_DJANGO_Q_ALLOWED_FUNCTIONS = env.words("JOBS_DJANGO_Q_ALLOWED_FUNCTIONS")
 
 LOGGING = {
     "version": 1,
@@ -454,6 +456,12 @@ REPOSITORIES_ROOT = Path(env.text("REPOSITORIES_ROOT", str(VAR_DIR / "repositori
 GIT_TIMEOUT = env.number("GIT_TIMEOUT", 300.0, minimum=1.0)
 REPOSITORY_MAX_BYTES = env.integer("REPOSITORY_MAX_BYTES", 500 * 1024 * 1024, minimum=1024)
 REPOSITORY_MAX_FILES = env.integer("REPOSITORY_MAX_FILES", 20_000, minimum=1)
+# Bounds on what a hostile repository makes git do (workspaces/git.py): entries of the tree
+# (files, links and folders, counted before the checkout), bytes one git command may print,
+# and the address space of every git process and helper (a flood of refs advertised).
+REPOSITORY_MAX_ENTRIES = env.integer("REPOSITORY_MAX_ENTRIES", 100_000, minimum=1)
+GIT_MAX_OUTPUT_BYTES = env.integer("GIT_MAX_OUTPUT_BYTES", 64 * 1024 * 1024, minimum=64 * 1024)
+GIT_MAX_MEMORY_BYTES = env.integer("GIT_MAX_MEMORY_BYTES", 1024 * 1024 * 1024, minimum=16 * 1024 * 1024)
 # Credentials that arrive inside a repository URL are stored encrypted with the first of
 # these Fernet keys (comma-separated; older keys still decrypt, so a new key is prepended to
 # rotate). Empty: one key derived from SECRET_KEY.

@@ -183,6 +183,8 @@ class JobsSettings:
     SCHEDULE_CATCH_UP_WINDOW: float = _setting(86400.0, at_least(0))
     SCHEDULE_CLOCK_OFFSET: float = _setting(0.0)
     DJANGO_Q_SCHEDULER_ONLY: bool = _setting(True, old_name="DJANGO_Q_SCHEDULER_ONLY")
+    # Dotted names of functions django-q2 may run besides the timers (jobs.schedule_guard).
+    DJANGO_Q_ALLOWED_FUNCTIONS: tuple[str, ...] = _setting((), kind=(list, tuple))
 
 
 jobs_settings = JobsSettings()
