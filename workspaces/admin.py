@@ -94,17 +94,16 @@ class SystemWritten(SystemTimestamps):
 
 
 class RepositoryForm(forms.ModelForm):
-    """A URL the parsers would read differently is refused (by the model's clean()) and shown
-    back with its user part as ***: the page never repeats a token it refused."""
+    """A URL is never shown back with its user part: a form that has errors (a URL the
+    parsers read differently, a credential refused, any other field) shows *** in its place,
+    as a password field shows nothing; the credential is typed again."""
 
-    def clean_url(self) -> str:
-        url = self.cleaned_data.get("url", "")
-        try:
-            addresses.parse(url) if url else None
-        except addresses.AddressRefused:
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        url = str(self.data.get(self.add_prefix("url"), ""))
+        if self._errors and "@" in url:
             self.data = self.data.copy()
             self.data[self.add_prefix("url")] = addresses.shown(url)
-        return url
 
 
 class RepositoryInline(admin.TabularInline):

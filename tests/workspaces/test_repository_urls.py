@@ -100,3 +100,17 @@ def test_admin__a_url_the_parsers_read_differently_is_a_form_error_not_a_500(adm
     assert response.status_code == 200
     assert TOKEN not in response.content.decode() and TOKEN not in caplog.text
     assert Repository.objects.get(pk=repository.pk).url == "https://github.com/acme/api.git"
+
+
+@pytest.mark.django_db
+def test_admin__a_refused_credential_is_never_shown_back_in_the_form(admin_client, settings):
+    settings.CREDENTIALS_PLAIN_HTTP_HOSTS = []  # production's default
+    repository = RepositoryFactory(url="https://github.com/acme/api.git", metadata={})
+    change = reverse("admin:workspaces_repository_change", args=[repository.pk])
+    form = {"workspace": repository.workspace_id, "name": "api", "metadata": "{}"}
+
+    response = admin_client.post(change, {**form, "url": f"http://ada:{TOKEN}@git.example.com/acme/api.git"})
+
+    page = response.content.decode()
+    assert response.status_code == 200 and "sent over HTTPS only" in page
+    assert TOKEN not in page and "http://***@git.example.com/acme/api.git" in page
