@@ -97,10 +97,11 @@ demo: $(DEMO_NEEDS)
 
 # The whole suite on PostgreSQL, then the database-bound part of it again on MariaDB. Each
 # pass runs on both cores (pytest-xdist; every pytest worker has its own test database,
-# test_<name>_gw0 and _gw1): the tests that start no process, then the slow ones (a group
-# of tests that shares one module's set-up stays on one core: xdist_group), then, one at a
-# time, the few marked serial, which nothing may run beside (restarting PostgreSQL).
-XDIST := -n 2 --dist loadgroup
+# test_<name>_gw0 and _gw1): the tests that start no process, then the slow ones, then, one
+# at a time, the few marked serial, which nothing may run beside (a PostgreSQL restart, the
+# timers that keep wall-clock time). worksteal: each core takes a run of consecutive tests
+# (a module's set-up is made once) and, done early, the second half of the other's.
+XDIST := -n 2 --dist worksteal
 # pytest's "no test collected" (5): a pass of the serial tests may find none in its folders.
 SERIAL_NONE_OK := || [ $$? -eq 5 ]
 

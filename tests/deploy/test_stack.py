@@ -34,9 +34,6 @@ STACK = "platform"
 CLUSTER = "platform"
 NAMESPACE = "JobPlatform/Prod"
 
-# The stack is made once for the module: its tests stay together on one pytest worker.
-pytestmark = pytest.mark.xdist_group("deploy-stack")
-
 
 @dataclass
 class Stack:
