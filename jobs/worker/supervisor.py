@@ -52,9 +52,7 @@ class Supervisor:
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.name = options.name
-        self.lanes = [
-            Lane(queues=list(queues), slots=slots, queue_of=self._queue_of) for queues, slots in options.lanes
-        ]
+        self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
         self.listener = Listener()
         self.listener_fd: int | None = None  # as registered with the selector
         # What is ready on each registered file: the callback that handles it.
@@ -71,7 +69,6 @@ class Supervisor:
         self.window = settings.JOBS_PREFETCH_WINDOW
         self.max_prefetch = settings.JOBS_MAX_PREFETCH
         self.timeouts: dict[str, float | None] = {}
-        self.declared_queues: dict[str, str] = {}
         self.log_jobs = logger.isEnabledFor(logging.INFO)
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -225,15 +222,6 @@ class Supervisor:
         if self.db.retry_at > now:
             deadlines.append(self.db.retry_at)
         return max(0.0, min(deadlines) - now)
-
-    def _queue_of(self, type_name: str) -> str:
-        """The queue a type is declared on; "" for a type no longer declared."""
-        if type_name not in self.declared_queues:
-            try:
-                self.declared_queues[type_name] = registry.get(type_name).queue
-            except UnknownJobType:
-                self.declared_queues[type_name] = ""
-        return self.declared_queues[type_name]
 
     def _timeout(self, type_name: str) -> float | None:
         if type_name not in self.timeouts:

@@ -89,10 +89,10 @@ def running(supervisor: Supervisor, conn, batch: list[ClaimedJob], index: int, s
 
 
 BATCH = [
-    ClaimedJob(1, "tests.tasks_backend.tasks.add", '{"args": [2, 3], "kwargs": {}}', 1, 3),
-    ClaimedJob(2, "test.noop", "{}", 1, 3),
-    ClaimedJob(3, "test.slow", "{}", 1, 3),  # times out after 0.5 s
-    ClaimedJob(4, "test.noop", "{}", 1, 3),
+    ClaimedJob(1, "tests.tasks_backend.tasks.add", '{"args": [2, 3], "kwargs": {}}', 1, 3, "default"),
+    ClaimedJob(2, "test.noop", "{}", 1, 3, "default"),
+    ClaimedJob(3, "test.slow", "{}", 1, 3, "default"),  # times out after 0.5 s
+    ClaimedJob(4, "test.noop", "{}", 1, 3, "default"),
 ]
 
 
