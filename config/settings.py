@@ -207,6 +207,9 @@ JOBS_MAX_PAYLOAD_DEPTH = env.integer("JOBS_MAX_PAYLOAD_DEPTH", 32, minimum=1)
 # reminders, backoffs of at most 30 min); a later moment is far more likely a computed date
 # gone wrong, and the job would wait through every deploy and type change until then.
 JOBS_MAX_RUN_AT_DAYS = env.number("JOBS_MAX_RUN_AT_DAYS", 365.0, minimum=0.01)
+# The longest a job that raised RetryLater waits before it runs again, whatever the host
+# asked for (a rate limit's reset, a Retry-After): longer is a host's mistake, not a wait.
+JOBS_MAX_RETRY_LATER_SECONDS = env.number("JOBS_MAX_RETRY_LATER_SECONDS", 6 * 3600.0, minimum=1.0)
 # A job's admin page shows each long text (payload, error, a try's traceback) cut at this
 # many characters, with a link to the whole; the job list reads only the start of errors.
 JOBS_ADMIN_TEXT_CHARS = env.integer("JOBS_ADMIN_TEXT_CHARS", 20_000, minimum=100)

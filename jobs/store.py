@@ -514,7 +514,11 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
     """Put a job that raised ``RetryLater`` back in the queue for ``at``: not a failure,
     so its attempt is given back and its error kept as it was; ``reason`` becomes its
     message. Recorded in the audit log with the outcome "postponed". False when the
-    result was fenced off."""
+    result was fenced off.
+
+    ``at`` is capped at ``JOBS_MAX_RETRY_LATER_SECONDS`` from now, whoever asked: a host's
+    "retry in 3e9 seconds" must not park a job (and hold its dedupe key) for a century."""
+    at = min(at, timezone.now() + timedelta(seconds=settings.JOBS_MAX_RETRY_LATER_SECONDS))
     with transaction.atomic():
         # Locks the one job row until it is queued again and the try is recorded.
         job = _fenced(worker, job_id, attempt).select_for_update().first()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from jobs import registry, store
+from jobs import registry, retries, store
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
@@ -455,14 +455,16 @@ class Supervisor:
 
     def _failed(self, job: ClaimedJob, failure: Failure, took: float, what: str) -> None:
         self.results.fail(job, failure)
+        retried = retries.retried(job.attempt, job.max_attempts, retryable=failure.retryable)
         logger.warning(
-            "end %s #%d attempt %d/%d %.1fms %s: %s",
+            "end %s #%d attempt %d/%d %.1fms %s, %s: %s",
             job.type,
             job.id,
             job.attempt,
             job.max_attempts,
             took * 1000,
             what,
+            "to be retried" if retried else "for good",
             failure.text,
         )
 

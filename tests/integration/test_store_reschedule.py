@@ -65,3 +65,25 @@ def test_retry_later__takes_a_time_or_a_delay():
         with pytest.raises(ValueError):
             jobs.RetryLater("wait", **wrong)
     assert Job.objects.count() == 0
+
+
+def test_reschedule__a_wait_of_a_century_is_capped_at_the_engine_setting(settings):
+    settings.JOBS_MAX_RETRY_LATER_SECONDS = 3600
+    job = store.enqueue("test.noop", {})
+    claimed = claim_one("w1")
+    century = jobs.RetryLater("Retry in 3e9 seconds.", delay=3e9)
+    assert century.at > timezone.now() + timedelta(days=30_000)  # what the handler asked for
+
+    before = timezone.now()
+    assert store.reschedule("w1", claimed.id, claimed.attempt, century.at, century.reason)
+
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED
+    assert before + timedelta(seconds=3600) <= job.run_at <= timezone.now() + timedelta(seconds=3600)
+
+
+def test_retry_later__a_delay_no_datetime_holds_is_still_a_wait():
+    for delay in [1e300, float("inf"), 3e9]:
+        assert jobs.RetryLater(delay=delay).at > timezone.now() + timedelta(days=365)
+    for delay in [float("nan"), -5]:
+        assert jobs.RetryLater(delay=delay).at <= timezone.now()

@@ -186,6 +186,36 @@ def test_rate_limited_until__reads_retry_after_as_seconds_or_a_date_and_ignores_
     assert rate_limited_until(500, {"retry-after": "30"}, now) is None
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"retry-after": "²"},
+        {"retry-after": "99999999999999999999999999"},
+        {"retry-after": "Sun, 01 Mar 99999 12:05:00 GMT"},
+        {"retry-after": "Sun, 01 Mar 2026 25:99:00 GMT"},
+        {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "999999999999999"},
+        {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "²"},
+    ],
+)
+def test_rate_limited_until__a_header_that_is_not_a_time_still_gives_a_wait_within_six_hours(headers):
+    now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    until = rate_limited_until(429, headers, now)
+    assert until is not None and now <= until <= now + timedelta(hours=6)
+
+
+def test_http__rate_limit_headers_that_are_not_times_still_reschedule_within_six_hours(
+    github, host, repository
+):
+    github.trouble.append((429, {"Retry-After": "²"}, b"{}"))
+    github.trouble.append(
+        (403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "999999999999999"}, b"{}")
+    )
+    for _ in range(2):
+        with pytest.raises(jobs.RetryLater) as wait:
+            sync_pull_requests(repository.pk)
+        assert datetime.now(UTC) <= wait.value.at <= datetime.now(UTC) + timedelta(hours=6)
+
+
 def test_checks_sync__records_check_runs_statuses_and_latest_approvals(github, host, repository):
     pull = PullRequestFactory(repository=repository, number=7, supervised=True, head_sha="abc123")
     github.check_runs["abc123"] = [

@@ -24,6 +24,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,7 @@ logger = logging.getLogger("workspaces.http")
 
 # Waiting longer than this for a rate limit is not waiting but a configuration problem.
 MAX_WAIT = timedelta(hours=6)
+ASCII_DIGITS = re.compile(r"[0-9]{1,30}")
 
 
 @dataclass(frozen=True)
@@ -216,27 +218,44 @@ def rate_limited_until(
 
     GitHub: a 403 or 429 with ``X-RateLimit-Remaining: 0`` waits for ``X-RateLimit-Reset``
     (epoch seconds); a secondary limit sends ``Retry-After`` (seconds or an HTTP date).
+    Whatever the headers hold (``²``, an epoch in the year 30,000, a date that is not one),
+    the answer is a time within ``MAX_WAIT``, never an exception.
     """
     now = now or datetime.now(UTC)
     if status not in (403, 429):
         return None
     retry_after = headers.get("retry-after", "").strip()
-    until: datetime | None = None
-    if retry_after.isdigit():
-        until = now + timedelta(seconds=int(retry_after))
-    elif retry_after:
-        try:
-            parsed = email.utils.parsedate_to_datetime(retry_after)
-        except (TypeError, ValueError):
-            parsed = None
-        until = parsed if parsed and parsed.tzinfo else now + timedelta(seconds=60)
-    elif headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset", "").isdigit():
-        until = datetime.fromtimestamp(int(headers["x-ratelimit-reset"]), UTC) + timedelta(seconds=1)
+    reset = headers.get("x-ratelimit-reset", "").strip()
+    latest = now + MAX_WAIT
+    if retry_after:
+        seconds = _seconds(retry_after)
+        until = now + timedelta(seconds=seconds) if seconds is not None else _http_date(retry_after)
+        until = until or now + timedelta(seconds=60)
+    elif headers.get("x-ratelimit-remaining", "").strip() == "0" and ASCII_DIGITS.fullmatch(reset):
+        epoch = min(int(reset), int(latest.timestamp()))  # the year 30,000 is not a datetime
+        until = datetime.fromtimestamp(epoch, UTC) + timedelta(seconds=1)
     elif status == 429:
         until = now + timedelta(seconds=60)  # rate-limited without saying until when
-    if until is None:
+    else:
         return None
-    return min(max(until, now), now + MAX_WAIT)
+    return min(max(until, now), latest)
+
+
+def _seconds(value: str) -> float | None:
+    """A delay in seconds written in ASCII digits (``"²".isdigit()`` is true, ``int("²")``
+    fails), at most ``MAX_WAIT``; None for anything else."""
+    if not ASCII_DIGITS.fullmatch(value):
+        return None
+    return min(float(value), MAX_WAIT.total_seconds())
+
+
+def _http_date(value: str) -> datetime | None:
+    """An HTTP date with its time zone; None when ``value`` is not one."""
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return parsed if parsed is not None and parsed.tzinfo is not None else None
 
 
 def _origin(url: str) -> tuple[str, str]:
