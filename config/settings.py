@@ -412,6 +412,9 @@ WORK_TRACKER = env.choice("WORK_TRACKER", "stored", ("stored", "api"))
 # A sync lists everything (which is what finds deleted items) when the last full listing is
 # older than this many seconds; in between it asks only for what changed.
 WORK_SYNC_FULL_EVERY = env.integer("WORK_SYNC_FULL_EVERY", 3600, minimum=0)
+# A listing is written as it arrives and stops past this many items (a provider that pages
+# for ever, or a connection pointed at far more than one project or board).
+WORK_SYNC_MAX_ITEMS = env.integer("WORK_SYNC_MAX_ITEMS", 200_000, minimum=1)
 # Webhook secrets, each a comma-separated list (the current one first, then any being
 # retired): HMAC keys for GitHub (X-Hub-Signature-256), Jira admin webhooks (X-Hub-Signature)
 # and ClickUp (X-Signature: each ClickUp webhook has its own secret, list every one), and the
@@ -473,9 +476,11 @@ CREDENTIALS_KEYS = env.words("CREDENTIALS_KEYS")
 CODE_HOST = env.choice("CODE_HOST", "stored", ("stored", "github"))
 GITHUB_API_URL = env.text("GITHUB_API_URL", "https://api.github.com")
 GITHUB_TOKEN = env.text("GITHUB_TOKEN", "")
-# Every provider's HTTP calls (see workspaces/providers/http.py): seconds to connect and to read, and
-# the largest answer read.
+# Every provider's HTTP calls (see workspaces/providers/http.py): seconds to connect and to
+# read, seconds for the whole call however slowly the host answers, and the largest answer
+# read, counted once decoded (for the model and embedding clients too).
 HTTP_TIMEOUT = env.number("HTTP_TIMEOUT", 20.0, minimum=0.1)
+HTTP_DEADLINE = env.number("HTTP_DEADLINE", 60.0, minimum=0.1)
 HTTP_MAX_RESPONSE_BYTES = env.integer("HTTP_MAX_RESPONSE_BYTES", 20 * 1024 * 1024, minimum=1024)
 if CODE_HOST == "github" and not GITHUB_TOKEN:
     from django.core.exceptions import ImproperlyConfigured
