@@ -549,7 +549,7 @@ class AIArtifactAdmin(SystemWritten):
         "bodies_purged_at",
     ]
     list_filter = ["kind", "provider"]
-    fields = [
+    fields = readonly_fields = (
         "workspace",
         "repository",
         "pull_request",
@@ -563,8 +563,7 @@ class AIArtifactAdmin(SystemWritten):
         "prompt_text",
         "output_text",
         "data_block",
-    ]
-    readonly_fields = fields
+    )
 
     @admin.display(description="Written by", ordering="provider")
     def written_by(self, artifact: models.AIArtifact) -> str:
@@ -595,8 +594,15 @@ class DecisionAdmin(RecordJobsMixin, SystemTimestamps):
 
     list_display = ["title", "workspace", "status", "source", "proposed_by", "created_at"]
     list_filter = ["status"]
-    fields = ["workspace", "title", "status", "source", "proposed_by", "evidence_table", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "workspace",
+        "title",
+        "status",
+        "source",
+        "proposed_by",
+        "evidence_table",
+        "created_at",
+    )
     job_buttons = (
         JobButton("accept", "Accept", decisions.accept, shown=lambda d: d.status == d.Status.PROPOSED),
         JobButton("reject", "Reject", decisions.reject, shown=lambda d: d.status == d.Status.PROPOSED),
@@ -604,9 +610,10 @@ class DecisionAdmin(RecordJobsMixin, SystemTimestamps):
 
     @admin.display(description="Proposed by")
     def proposed_by(self, decision: models.Decision) -> str:
-        if decision.artifact_id is None:
+        artifact = decision.artifact
+        if artifact is None:
             return "The decision phrases in its evidence (no model)"
-        return f"{decision.artifact.model} ({decision.artifact.provider})"
+        return f"{artifact.model} ({artifact.provider})"
 
     @admin.display(description="Evidence")
     def evidence_table(self, decision: models.Decision):
@@ -630,8 +637,7 @@ class DecisionAdmin(RecordJobsMixin, SystemTimestamps):
 @admin.register(models.ReviewCapsule)
 class ReviewCapsuleAdmin(SystemWritten):
     list_display = ["pull_request", "created_at"]
-    fields = ["pull_request", "summary_text", "data_block", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("pull_request", "summary_text", "data_block", "created_at")
 
     @admin.display(description="Summary")
     def summary_text(self, capsule: models.ReviewCapsule):

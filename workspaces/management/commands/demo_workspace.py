@@ -142,10 +142,8 @@ class Command(BaseCommand):
         pulls = repository.pull_requests.order_by("number")
         out.write(f"   pull requests ({code_host().label}):")
         for pull in pulls:
-            checks = (
-                f", CI {pull.ci_status}, approved by {', '.join(pull.approvals)}" if pull.ci_status else ""
-            )
-            out.write(f"     #{pull.number} {pull.state:<7} {pull.title} ({pull.author}){checks}")
+            ci = f", CI {pull.ci_status}, approved by {', '.join(pull.approvals)}" if pull.ci_status else ""
+            out.write(f"     #{pull.number} {pull.state:<7} {pull.title} ({pull.author}){ci}")
 
 
 def _job(job: jobs.Job | None) -> str:
