@@ -213,4 +213,4 @@ def _why_partial(email: EmailMessage) -> dict[str, Any]:
 
 
 def _job_url(job: jobs.Job | None) -> str:
-    return reverse("admin:platform_job_change", args=[job.pk]) if job is not None else ""
+    return jobs.admin_url(job) if job is not None else ""
