@@ -8,7 +8,7 @@ them a sync asks only for the items changed since the last one (minus an overlap
 changed while the last listing ran is not missed).
 
 The connection keeps what the last sync did: ``last_synced_at``, its counts, the items
-mirrored, and ``last_error`` (cleared by a sync that finishes).
+mirrored, and ``last_error`` (every failure of a sync, cleared by a sync that finishes).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from jobs import Job, RetryLater, enqueue
 from workspaces.errors import NotReady
 from workspaces.models import SourceItem, WorkConnection
 from workspaces.providers import WorkItemData, work_tracker
+from workspaces.providers.text import storable
 from workspaces.services import Progress, load, no_progress
 
 logger = logging.getLogger("workspaces.sync")
@@ -88,10 +89,14 @@ def sync_connection(
         if needs_full_listing(connection, now, incremental=tracker.incremental)
         else resume_point(connection)
     )
-    progress(10, f"Listing {'changes' if since else 'every item'} from {tracker.label}")
-    # Fetch outside the transaction: a provider call must not hold row locks.
+    # Every way this sync can fail is recorded on the connection, the listing's and the
+    # database's alike: "Last error" is where an operator looks first.
     try:
+        progress(10, f"Listing {'changes' if since else 'every item'} from {tracker.label}")
+        # Fetch outside the transaction: a provider call must not hold row locks.
         fetched = {item.external_id: item for item in tracker.items(connection, updated_since=since)}
+        progress(60, f"Reconciling {len(fetched)} items")
+        result = _apply(connection, fetched, full=since is None, now=now)
     except RetryLater as wait:
         # Not a failure (the job waits without using an attempt), but why nothing changed.
         _record_error(connection, f"Waiting: {wait.reason}")
@@ -99,8 +104,6 @@ def sync_connection(
     except Exception as exc:
         _record_error(connection, str(exc) or type(exc).__name__)
         raise
-    progress(60, f"Reconciling {len(fetched)} items")
-    result = _apply(connection, fetched, full=since is None, now=now)
     logger.info("Synced connection #%s: %s.", connection.pk, result.summary())
     progress(100, result.summary())
     return result
@@ -193,5 +196,5 @@ def _fields(data: WorkItemData) -> dict[str, object]:
 def _record_error(connection: WorkConnection, text: str) -> None:
     # Outside any transaction of the sync: the record stays whatever the job does next.
     WorkConnection.objects.filter(pk=connection.pk).update(
-        last_error=text[:2000], last_error_at=timezone.now()
+        last_error=storable(text)[:2000], last_error_at=timezone.now()
     )
