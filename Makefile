@@ -18,7 +18,7 @@ MARIADB_SKIP := --ignore=tests/acceptance/test_atomic_sqlite.py --ignore=tests/p
 PYTHON := $(shell for p in python3.13 python3.12 $$(ls -d /root/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null) /usr/bin/python3.13 /usr/bin/python3.12; do \
 	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then echo $$p; break; fi; done)
 
-.PHONY: demo demo-mariadb test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench dist docs venv-docs clean
+.PHONY: demo demo-mariadb test test-mariadb test-fast venv venv-dev venv-mariadb postgres mariadb chromium pgbouncer lint typecheck deploy-lint format bench dist install-proof docs venv-docs clean
 
 # The virtualenv itself, made once with the first Python 3.12+ found.
 $(PY):
@@ -137,6 +137,15 @@ dist: venv-dev
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 	$(PY) scripts/check_wheel.py dist/*.whl
+
+# The wheel in a fresh virtualenv and a fresh `django-admin startproject` project outside
+# the repository, with the `postgres` extra on PostgreSQL and the `mysql` extra on MariaDB:
+# migrate, a @job and a @task, runworker --burst, the task's result, the admin page
+# (scripts/install_proof.py). Each database named here is dropped and created afresh.
+INSTALL_PROOF_DATABASES ?= postgres://postgres@127.0.0.1:5432/install_proof mysql://root@127.0.0.1:3306/install_proof
+install-proof: venv-dev venv-mariadb postgres mariadb
+	@test -n "$$(ls dist/*.whl 2>/dev/null)" || $(MAKE) --no-print-directory dist
+	$(PY) scripts/install_proof.py dist/*.whl $(addprefix --database ,$(INSTALL_PROOF_DATABASES))
 
 # The documentation site (mkdocs.yml) in site/, strict: a broken link or anchor, a page
 # missing from the nav or a nav entry without its page fails the build.

@@ -17,10 +17,7 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from jobs.conf import fill_in_defaults
-
-        fill_in_defaults()
-        from jobs import checks  # noqa: F401 - registers the engine's system check
+        from jobs import checks  # noqa: F401 - registers the engine's system checks
 
         connection_created.connect(_mariadb_speaks_utc, dispatch_uid="jobs.mariadb_utc")
         autodiscover_modules("tasks")

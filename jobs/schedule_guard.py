@@ -16,8 +16,7 @@ import ast
 import logging
 from typing import Any
 
-from django.conf import settings
-
+from jobs.conf import jobs_settings
 from jobs.errors import PermanentError
 from jobs.schedules import RUN_TIMER
 
@@ -44,7 +43,7 @@ def refusal(
     from jobs.timers import timers
 
     name = func_name(func)
-    if name in getattr(settings, "JOBS_DJANGO_Q_ALLOWED_FUNCTIONS", ()):
+    if name in jobs_settings.DJANGO_Q_ALLOWED_FUNCTIONS:
         return ""
     if name != RUN_TIMER:
         return f"{name!r} is not one of the platform's timers: django-q2 runs only {RUN_TIMER} here."

@@ -1,6 +1,6 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, enqueue_task, claim, complete, complete_in_transaction, fail,
+enqueue, enqueue_many, enqueue_task, claim, claim_job, complete, complete_in_transaction, fail,
 reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
 recover_worker, prune; and task_rows, the read django.tasks tasks' results are built from.
 The worker calls these; it never writes SQL itself.
@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import psycopg
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
@@ -28,6 +27,7 @@ from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from jobs import registry, sql, validation
+from jobs.conf import jobs_settings
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition, UnknownJobType
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
@@ -88,7 +88,7 @@ def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...
     connection.ensure_connection()
     raw = connection.connection
     with connection.wrap_database_errors:
-        if not settings.JOBS_PREPARED_STATEMENTS:
+        if not jobs_settings.PREPARED_STATEMENTS:
             with raw.cursor() as cursor:
                 cursor.execute(statement, params)
                 return cursor.fetchall()
@@ -345,6 +345,27 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         ]
 
 
+def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
+    """Take one queued job by id for ``worker``, whatever its ``run_at`` (``jobs.testing``
+    runs a test's job inline this way); None when it is not queued. The row lock keeps a
+    worker's claim from taking it at the same moment."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id, status=Status.QUEUED).first()
+        if job is None:
+            return None
+        Job.objects.filter(pk=job_id).update(
+            status=Status.RUNNING,
+            attempts=F("attempts") + 1,
+            locked_by=worker,
+            started_at=Now(),
+            heartbeat_at=Now(),
+            finished_at=None,
+            progress=None,
+            progress_message="",
+        )
+    return ClaimedJob(job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts)
+
+
 def _claim_mariadb(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
     """The claim on MariaDB: three statements in one short transaction (``jobs.sql``)."""
     with transaction.atomic(), connection.cursor() as cursor:
@@ -521,7 +542,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
 
     ``at`` is capped at ``JOBS_MAX_RETRY_LATER_SECONDS`` from now, whoever asked: a host's
     "retry in 3e9 seconds" must not park a job (and hold its dedupe key) for a century."""
-    at = min(at, timezone.now() + timedelta(seconds=settings.JOBS_MAX_RETRY_LATER_SECONDS))
+    at = min(at, timezone.now() + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
     with transaction.atomic():
         # Locks the one job row until it is queued again and the try is recorded.
         job = _fenced(worker, job_id, attempt).select_for_update().first()
@@ -713,9 +734,9 @@ def reap(now: datetime | None = None) -> ReapResult:
     """
     now = now or timezone.now()
     dead_workers = Worker.objects.filter(
-        last_seen__lt=now - timedelta(seconds=settings.JOBS_WORKER_LEASE)
+        last_seen__lt=now - timedelta(seconds=jobs_settings.WORKER_LEASE)
     ).values("name")
-    silent = Q(heartbeat_at__lt=now - timedelta(seconds=settings.JOBS_REAP_AFTER)) | Q(
+    silent = Q(heartbeat_at__lt=now - timedelta(seconds=jobs_settings.REAP_AFTER)) | Q(
         locked_by__in=dead_workers
     )
     return _take_back(Job.objects.filter(silent, status=Status.RUNNING))
@@ -784,8 +805,8 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     Succeeded and cancelled jobs count from when they finished. A failed job stays, however
     old, until it is retried or dismissed; a dismissed one counts from its dismissal."""
     if older_than is None:
-        older_than = timedelta(days=settings.JOBS_KEEP_FINISHED_DAYS)
-    batch_size = batch_size or settings.JOBS_PRUNE_BATCH
+        older_than = timedelta(days=jobs_settings.KEEP_FINISHED_DAYS)
+    batch_size = batch_size or jobs_settings.PRUNE_BATCH
     cutoff = timezone.now() - older_than
     total = 0
     while True:
@@ -814,7 +835,7 @@ def register_worker(name: str, host: str, pid: int, queues: list[str]) -> ReapRe
 
     Refuses a name that a live worker (seen within the lease) is using.
     """
-    lease = timedelta(seconds=settings.JOBS_WORKER_LEASE)
+    lease = timedelta(seconds=jobs_settings.WORKER_LEASE)
     with transaction.atomic():
         existing = Worker.objects.select_for_update().filter(name=name).first()
         if (

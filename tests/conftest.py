@@ -17,7 +17,7 @@ from tests.support.database import flush_by_delete, on_mariadb
 from tests.support.model_server import ModelServer
 from tests.support.workers import WorkerProcess, worker_environment
 
-pytest_plugins = ["tests.moto_server"]
+pytest_plugins = ["tests.moto_server", "jobs.testing.fixtures"]
 
 # A test using one of these starts a process, a server (httpserver: pytest-httpserver's) or a
 # browser: it is slow, whatever

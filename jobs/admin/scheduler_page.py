@@ -8,7 +8,7 @@
   the guard).
 - Its own task lists (successful, failed and queued tasks) leave the admin index, because
   no work of the platform runs as a django-q2 task (jobs run on ``runworker``); their pages
-  stay where they are, reached from a schedule's "last run". ``DJANGO_Q_SCHEDULER_ONLY=false``
+  stay where they are, reached from a schedule's "last run". ``JOBS_DJANGO_Q_SCHEDULER_ONLY=false``
   keeps them in the index, for a project that also runs django-q2 tasks.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 
 from django import forms
 from django.apps import apps
-from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest
 
+from jobs.conf import jobs_settings
 from jobs.schedule_guard import schedule_refusal
 from jobs.schedules import schedule_name
 from jobs.timers import timers
@@ -94,7 +94,7 @@ def adapt_django_q_admin(site: admin.AdminSite = admin.site) -> None:
     from django_q.models import Failure, OrmQ, Schedule, Success
 
     _replace(site, Schedule, "Timer", {}, TimerSchedulePage)
-    hidden = getattr(settings, "DJANGO_Q_SCHEDULER_ONLY", True)
+    hidden = jobs_settings.DJANGO_Q_SCHEDULER_ONLY
     for model in (Success, Failure, OrmQ):
         attrs: dict[str, Any] = {"get_model_perms": _not_in_index} if hidden else {}
         if model is not OrmQ:

@@ -72,7 +72,7 @@ def fleet_database() -> Iterator[dict[str, str]]:
     with pgbouncer.PgBouncer(pool_size=6) as bouncer:
         yield {
             "DATABASE_URL": bouncer.url(connection.settings_dict["NAME"]),
-            "DATABASE_POOL_MODE": "transaction",
+            "JOBS_DATABASE_POOL_MODE": "transaction",
             "JOBS_LISTEN_DATABASE_URL": database_url(),
         }
 

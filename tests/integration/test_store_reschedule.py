@@ -9,9 +9,8 @@ import pytest
 from django.utils import timezone
 
 import jobs
-from jobs import store
+from jobs import store, testing
 from jobs.models import Job, JobAttempt, Status
-from jobs.worker import child
 from tests.support.job_states import claim_one, make_due
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,22 +18,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_reschedule__queues_the_job_for_its_time_and_gives_its_attempt_back(tmp_path):
     job = store.enqueue("test.rate_limited", {"path": str(tmp_path / "log"), "waits": 1, "delay": 600})
-    claimed = claim_one("w1", "test.rate_limited")
-    outcome = child.run(
-        claimed.id,
-        claimed.type,
-        claimed.payload,
-        claimed.attempt,
-        claimed.max_attempts,
-        "w1",
-        lambda percent, message: None,
-    )
-    assert isinstance(outcome, jobs.RetryLater)
+    asked = timezone.now()
 
-    assert store.reschedule("w1", claimed.id, claimed.attempt, outcome.at, outcome.reason)
+    job = testing.run_job(job)  # the handler raises RetryLater(delay=600), as in a worker
 
-    job.refresh_from_db()
-    assert (job.status, job.attempts, job.run_at, job.locked_by) == (Status.QUEUED, 0, outcome.at, None)
+    assert (job.status, job.attempts, job.locked_by) == (Status.QUEUED, 0, None)
+    assert asked + timedelta(seconds=600) <= job.run_at <= timezone.now() + timedelta(seconds=600)
     assert job.message == "Rate limited (1/1)."
     assert job.error == ""  # not a failure
     assert store.claim("w1", ["default"], 1) == []  # not before its time
