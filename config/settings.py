@@ -478,9 +478,11 @@ CREDENTIALS_KEYS = env.words("CREDENTIALS_KEYS")
 CODE_HOST = env.choice("CODE_HOST", "stored", ("stored", "github"))
 GITHUB_API_URL = env.text("GITHUB_API_URL", "https://api.github.com")
 GITHUB_TOKEN = env.text("GITHUB_TOKEN", "")
-# Every provider's HTTP calls (see workspaces/providers/http.py): seconds to connect and to read, and
-# the largest answer read.
+# Every provider's HTTP calls (see workspaces/providers/http.py): seconds to connect and to
+# read, seconds for the whole call however slowly the host answers, and the largest answer
+# read, counted once decoded (for the model and embedding clients too).
 HTTP_TIMEOUT = env.number("HTTP_TIMEOUT", 20.0, minimum=0.1)
+HTTP_DEADLINE = env.number("HTTP_DEADLINE", 60.0, minimum=0.1)
 HTTP_MAX_RESPONSE_BYTES = env.integer("HTTP_MAX_RESPONSE_BYTES", 20 * 1024 * 1024, minimum=1024)
 if CODE_HOST == "github" and not GITHUB_TOKEN:
     from django.core.exceptions import ImproperlyConfigured

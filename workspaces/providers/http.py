@@ -10,7 +10,8 @@ What an answer means for the job that asked, the same for every provider:
 | 5xx, a timeout, a connection that fails | ``ProviderUnavailable``: a failed try, retried after the job's backoff |
 | 401, 403 | ``ProviderRefused`` naming the subject (repository, connection): fails at once |
 | another 4xx | ``ProviderRefused`` with the host's message: fails at once |
-| JSON that does not parse, an answer over ``HTTP_MAX_RESPONSE_BYTES`` | ``ProviderAnswerInvalid``: a failed try with a clear message |
+| JSON that does not parse, an answer over ``HTTP_MAX_RESPONSE_BYTES`` (counted once decoded) | ``ProviderAnswerInvalid``: a failed try with a clear message |
+| an answer that has not arrived whole ``HTTP_DEADLINE`` seconds after the request left | ``ProviderUnavailable``, like a timeout |
 
 Pages are followed through ``Link: <…>; rel="next"`` headers, only to the host the client
 was made for (a credential is never sent elsewhere), and at most ``max_pages`` of them.
@@ -35,6 +36,7 @@ import httpx
 from django.conf import settings
 
 from jobs import RetryLater
+from language_models.transport import AnswerTooLarge, BoundedTransport, DeadlinePassed
 from workspaces.errors import ProviderAnswerInvalid, ProviderRefused, ProviderUnavailable
 
 logger = logging.getLogger("workspaces.http")
@@ -80,10 +82,12 @@ class HttpClient:
     secrets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        self._limit = self.max_bytes or settings.HTTP_MAX_RESPONSE_BYTES
         self._client = httpx.Client(
             headers=dict(self.headers),
             timeout=self.timeout or settings.HTTP_TIMEOUT,
-            transport=self.transport,
+            # A total deadline per call, and the answer counted as it is decoded.
+            transport=BoundedTransport(settings.HTTP_DEADLINE, self._limit, inner=self.transport),
             follow_redirects=False,  # a redirect could carry the credential to another host
         )
         self._origin = _origin(self.base_url)
@@ -126,6 +130,17 @@ class HttpClient:
         try:
             with self._client.stream(method, url, params=params, headers=headers, json=json) as response:
                 body = self._read(response)
+        except AnswerTooLarge:
+            raise ProviderAnswerInvalid(self._too_large(self._limit)) from None
+        except httpx.DecodingError as exc:
+            raise ProviderAnswerInvalid(
+                f"{self.host_name} answered {self.subject} with an answer that cannot be read: {exc}"
+            ) from None
+        except DeadlinePassed:
+            raise ProviderUnavailable(
+                f"{self.host_name} did not answer {self.subject} in whole within "
+                f"{settings.HTTP_DEADLINE:g}s (HTTP_DEADLINE)."
+            ) from None
         except httpx.TimeoutException:
             raise ProviderUnavailable(
                 f"{self.host_name} did not answer within {self._client.timeout.read}s for {self.subject}."
@@ -160,17 +175,8 @@ class HttpClient:
             )
 
     def _read(self, response: httpx.Response) -> bytes:
-        limit = self.max_bytes or settings.HTTP_MAX_RESPONSE_BYTES
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise ProviderAnswerInvalid(self._too_large(limit))
-        chunks, size = [], 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise ProviderAnswerInvalid(self._too_large(limit))
-            chunks.append(chunk)
-        return b"".join(chunks)
+        # The transport stops the answer past the limit, counted after decoding.
+        return b"".join(response.iter_bytes())
 
     def _too_large(self, limit: int) -> str:
         return f"{self.host_name} answered {self.subject} with more than {limit:,} bytes (HTTP_MAX_RESPONSE_BYTES)."
