@@ -75,13 +75,14 @@ def test_clickup__a_body_signed_with_webhook_as_secret_naming_webhook_b_is_refus
     assert WebhookDelivery.objects.count() == 1
 
 
-def test_clickup__a_secret_listed_without_its_webhook_verifies_nothing(settings):
+def test_clickup__a_secret_listed_without_its_webhook_verifies_nothing_and_the_log_says_so(settings, caplog):
     settings.CLICKUP_WEBHOOK_SECRET = [SECRET_A]
     WorkConnectionFactory(kind="clickup", webhook_id="wh-a")
     body = hooks.body_of(hooks.clickup_task(webhook_id="wh-a"))
 
     assert _post(CLICKUP, body, hooks.clickup_headers(body, secret=SECRET_A)).status_code == 401
     assert not Job.objects.exists()
+    assert "<webhook id>:<secret>" in caplog.text and SECRET_A not in caplog.text
 
 
 # --- Monday: a token is bound to its body and lives briefly ----------------------------------

@@ -14,6 +14,7 @@ listing, which is what finds tasks gone from the list. Other events need no sync
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from workspaces.webhooks import payloads
 from workspaces.webhooks.deliveries import Routed
 from workspaces.webhooks.verification import signature_matches
 
+logger = logging.getLogger("workspaces.webhooks")
 Outcome = WebhookDelivery.Outcome
 GONE_EVENTS = {"taskDeleted", "taskMoved"}
 
@@ -49,7 +51,13 @@ class ClickUpHook:
 
     def verify(self, request: HttpRequest, body: bytes) -> bool:
         every = [secret for secrets in webhook_secrets().values() for secret in secrets]
-        return signature_matches(body, request.headers.get("X-Signature", ""), every)
+        verified = signature_matches(body, request.headers.get("X-Signature", ""), every)
+        if not verified and any(":" not in entry for entry in settings.CLICKUP_WEBHOOK_SECRET):
+            logger.warning(
+                "CLICKUP_WEBHOOK_SECRET holds a secret without its webhook id, which verifies "
+                "nothing: list each as <webhook id>:<secret>."
+            )
+        return verified
 
     def bound(self, request: HttpRequest, body: bytes, payload: dict[str, Any]) -> bool:
         secrets = webhook_secrets().get(payloads.text(payload, "webhook_id"), [])
