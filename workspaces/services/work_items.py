@@ -28,6 +28,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from jobs import Job, RetryLater, enqueue
+from workspaces import job_types
 from workspaces.errors import NotReady, ProviderAnswerInvalid
 from workspaces.models import SourceItem, WorkConnection
 from workspaces.providers import WorkItemData, work_tracker
@@ -36,7 +37,7 @@ from workspaces.services import Progress, load, no_progress
 
 logger = logging.getLogger("workspaces.sync")
 
-SYNC_JOB = "workmanagement.sync"
+SYNC_JOB = job_types.SYNC_WORK_CONNECTION
 # An incremental sync asks from this long before the newest change the last one saw: the
 # provider's clock, its search index's lag and an item changed mid-listing all fit in it.
 OVERLAP = timedelta(minutes=5)

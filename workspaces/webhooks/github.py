@@ -29,13 +29,13 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 
 from jobs import enqueue
+from workspaces import job_types
 from workspaces.models import PullRequest, Repository, WebhookDelivery
 from workspaces.services import triggers
 from workspaces.webhooks import payloads
 from workspaces.webhooks.deliveries import Routed
 from workspaces.webhooks.verification import signature_matches
 
-CHECKS_SYNC = "checks.sync"
 # ``status``: a CI that reports through the Statuses API (``checks.sync`` reads the
 # combined status); it names the commit, which names the pull request.
 CHECK_EVENTS = {"check_run", "check_suite", "pull_request_review", "status"}
@@ -119,7 +119,7 @@ def _checks(event: str, payload: dict[str, Any], repositories: list[Repository],
     repository_ids = sorted(set(supervised.values_list("repository_id", flat=True)))
     if not repository_ids:
         return Routed(Outcome.IGNORED, f"{event} on {full_name} concerns no supervised pull request.")
-    jobs = [enqueue(CHECKS_SYNC, {"repository_id": pk}) for pk in repository_ids]
+    jobs = [enqueue(job_types.SYNC_CHECKS, {"repository_id": pk}) for pk in repository_ids]
     return Routed(
         Outcome.QUEUED, f"{event} on a supervised pull request of {full_name}: checks sync queued.", jobs
     )
