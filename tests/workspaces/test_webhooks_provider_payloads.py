@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from jobs.models import Job
 from tests.support import webhooks as hooks
+from tests.support.providers import InMemoryTracker
 from workspaces.models import SourceItem, WebhookDelivery
 from workspaces.providers import WorkItemData, use_work_tracker
-from workspaces.providers.memory import InMemoryTracker
 from workspaces.services.work_items import sync_connection
 
 from .factories import PullRequestFactory, RepositoryFactory, WorkConnectionFactory
