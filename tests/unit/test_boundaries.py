@@ -99,3 +99,52 @@ def test_engine_core_modules_import_each_other_in_one_direction():
     assert "jobs.store" not in graph["jobs.registry"], "the registry does not import the store"
     # Raises CycleError, naming the circle, if any two modules import each other.
     assert list(TopologicalSorter(graph).static_order())
+
+
+DOMAINS = ("pipeline", "workspaces", "language_models")
+
+
+def _domain_sources() -> dict[str, str]:
+    return {
+        str(path.relative_to(ROOT)): path.read_text()
+        for app in DOMAINS
+        for path in sorted((ROOT / app).rglob("*.py"))
+        if "migrations" not in path.parts
+    }
+
+
+def test_domain_apps_link_jobs_through_the_engines_api_not_its_url_names():
+    # jobs.admin_url(job) and jobs.admin_list_url(...): the engine owns its admin's names.
+    offenders = [name for name, text in _domain_sources().items() if "admin:platform_job" in text]
+    assert offenders == []
+
+
+def test_workspace_job_type_names_are_spelled_once():
+    from workspaces import job_types
+
+    names = [value for key, value in vars(job_types).items() if key.isupper()]
+    assert len(names) == 11
+    spelled = {
+        name: [path for path, text in _domain_sources().items() if f'"{name}"' in text] for name in names
+    }
+    assert spelled == {name: ["workspaces/job_types.py"] for name in names}
+
+
+def _provider_imports() -> dict[str, set[str]]:
+    folder = ROOT / "workspaces" / "providers"
+    modules = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+    return {
+        name: {
+            other for other in modules if f"workspaces.providers.{other}" in _imports(folder / f"{name}.py")
+        }
+        for name in modules
+    }
+
+
+def test_providers__the_interfaces_import_no_implementation_and_no_fake_ships():
+    graph = _provider_imports()
+    # text.py cleans what providers answer before it is stored: a leaf that imports nothing.
+    assert graph["text"] == set()
+    assert graph["base"] <= {"text"}, "base.py holds the interfaces and their data only"
+    assert list(TopologicalSorter(graph).static_order())  # CycleError names a circle
+    assert not (ROOT / "workspaces" / "providers" / "memory.py").exists()  # tests/support/providers.py
