@@ -22,7 +22,7 @@ from workspaces.services import (
     work_items,
     workflows,
 )
-from workspaces.webhooks import deliveries
+from workspaces.webhooks import deliveries, tokens
 
 REPOSITORY = "repository:{repository_id}"
 WORKSPACE = "workspace:{workspace_id}"
@@ -127,4 +127,5 @@ def remind_trials_ending() -> str:
 
 @periodic("sweep", every=300)
 def prune_webhook_deliveries() -> str:
+    tokens.prune()  # expired tokens verify no more: nothing to bind
     return f"{deliveries.prune()} webhook deliveries pruned"

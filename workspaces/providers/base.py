@@ -8,12 +8,27 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from workspaces.providers.text import storable, storable_data
+
 if TYPE_CHECKING:
     from workspaces.models import Repository, WorkConnection
 
 
+class _Storable:
+    """Provider data holds only text the database can store (``providers.text``), whichever
+    provider built it: its strings are cleaned as it is made."""
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, str):
+                object.__setattr__(self, name, storable(value))
+            elif isinstance(value, tuple | list | dict):
+                cleaned = storable_data(value)
+                object.__setattr__(self, name, tuple(cleaned) if isinstance(value, tuple) else cleaned)
+
+
 @dataclass(frozen=True)
-class PullRequestData:
+class PullRequestData(_Storable):
     number: int
     title: str
     body: str = ""
@@ -29,7 +44,7 @@ class PullRequestData:
 
 
 @dataclass(frozen=True)
-class PullRequestChanges:
+class PullRequestChanges(_Storable):
     """What a code host returned for one sync: the pull requests that changed since
     ``cursor`` (every one, on the first sync), and the cursor for the next sync, which the
     service keeps on the repository without reading it."""
@@ -40,7 +55,7 @@ class PullRequestChanges:
 
 
 @dataclass(frozen=True)
-class ChecksData:
+class ChecksData(_Storable):
     """CI results and approvals as observed on the host for one pull request."""
 
     ci_status: str  # "success", "failure", "pending" or "" when nothing ran
@@ -49,7 +64,7 @@ class ChecksData:
 
 
 @dataclass(frozen=True)
-class WorkItemData:
+class WorkItemData(_Storable):
     external_id: str
     title: str
     status: str = ""
