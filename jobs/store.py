@@ -364,7 +364,9 @@ def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
             progress=None,
             progress_message="",
         )
-    return ClaimedJob(job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue)
+    return ClaimedJob(
+        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue
+    )
 
 
 def _claim_mariadb(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:

@@ -385,3 +385,22 @@ def test_github__a_head_commit_that_is_not_a_commit_id_goes_into_no_path(github,
     with pytest.raises(ProviderAnswerInvalid, match="no commit id"):
         sync_checks(repository.pk)
     assert [path for path in github.paths() if "orgs" in path or "commits" in path] == []
+
+
+def test_pull_request_sync__nul_characters_and_lone_surrogates_are_stored_cleaned(github, host, repository):
+    """One pull request holding ``\\u0000`` must not stop the sync of every other."""
+    github.add_pull(1, updated_at=_day(1), title="Fix\u0000 the build", body="Steps:\u0000 run \ud83d it")
+    github.add_pull(2, updated_at=_day(2), author="b\u0000ob")
+    github.check_runs["1".zfill(40)] = [
+        {"name": "lint\u0000", "status": "completed", "conclusion": "success", "output": {"title": "\u0000"}}
+    ]
+    PullRequestFactory(repository=repository, number=1, supervised=True, head_sha="1".zfill(40))
+
+    result = sync_pull_requests(repository.pk)
+    sync_checks(repository.pk)
+
+    assert (result.created, result.updated) == (1, 1)
+    first, second = PullRequest.objects.order_by("number")
+    assert (first.title, first.body) == ("Fix the build", "Steps: run \ufffd it")
+    assert second.author == "bob"
+    assert [check["name"] for check in first.checks] == ["lint"]

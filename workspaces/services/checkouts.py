@@ -21,12 +21,13 @@ from pathlib import Path
 from django.conf import settings
 
 from jobs import Job, enqueue
+from workspaces import job_types
 from workspaces.errors import NotReady
 from workspaces.models import Repository
 
 logger = logging.getLogger("workspaces.checkouts")
 
-REMOVE_JOB = "checkout.remove"
+REMOVE_JOB = job_types.REMOVE_CHECKOUT
 # What a folder name can be: "<id>-<16 hex>", or "<id>", the name every repository had before.
 FOLDER = re.compile(r"^[0-9]{1,20}(-[0-9a-f]{16})?$")
 
