@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('workspaces', '0006_work_connections_sync_and_webhooks'),
+        ('workspaces', '0007_webhook_tokens_bound_to_their_body'),
     ]
 
     operations = [
