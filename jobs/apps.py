@@ -1,11 +1,8 @@
 from django.apps import AppConfig
-from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 from django.utils.module_loading import autodiscover_modules
-
-from jobs import sql
 
 
 class JobsConfig(AppConfig):
@@ -22,7 +19,7 @@ class JobsConfig(AppConfig):
         fill_in_defaults()
         from jobs import checks  # noqa: F401 - registers the engine's system check
 
-        connection_created.connect(_mariadb_speaks_utc, dispatch_uid="jobs.mariadb_utc")
+        connection_created.connect(_prepare_session, dispatch_uid="jobs.prepare_session")
         autodiscover_modules("tasks")
         from jobs.timetable import runs
 
@@ -30,13 +27,12 @@ class JobsConfig(AppConfig):
         post_migrate.connect(_install_timers, sender=self, dispatch_uid="jobs.install_timers")
 
 
-def _mariadb_speaks_utc(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
-    """With USE_TZ, Django stores UTC in MariaDB's zone-less columns but leaves the session
-    in the server's time zone; the engine's SQL compares those columns with
-    CURRENT_TIMESTAMP, so every session speaks UTC (a project's own settings need not)."""
-    if connection.vendor == "mysql" and settings.USE_TZ:
-        with connection.cursor() as cursor:
-            cursor.execute(sql.MARIADB_SESSION_UTC)
+def _prepare_session(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
+    """Every new session as its driver wants it (on MariaDB: in UTC, as the engine's SQL
+    compares the columns with CURRENT_TIMESTAMP)."""
+    from jobs.drivers import for_connection
+
+    for_connection(connection).prepare_session(connection)
 
 
 def _install_timers(sender: AppConfig, using: str = "default", **kwargs: object) -> None:

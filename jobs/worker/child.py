@@ -86,7 +86,9 @@ def main(
         if isinstance(message, Stop):
             return
         _read_task_rows(message.jobs)
-        for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
+        for index, (job_id, type_name, payload_text, attempt, max_attempts, _queue) in enumerate(
+            message.jobs
+        ):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
             reporter = functools.partial(progress.put, job_id, attempt)

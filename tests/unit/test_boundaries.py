@@ -8,7 +8,7 @@ from graphlib import TopologicalSorter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CORE = ["context", "errors", "keys", "models", "registry", "sql", "store", "queries", "declare", "timers"]
+CORE = ["context", "errors", "keys", "models", "registry", "store", "queries", "declare", "timers"]
 
 
 def _imports(path: Path) -> set[str]:
