@@ -43,8 +43,12 @@ def driver(alias: str = DEFAULT_DB_ALIAS) -> Driver:
 
 
 def for_connection(connection: BaseDatabaseWrapper) -> Driver:
-    """The driver of the database ``connection`` belongs to (a connection of its own, say)."""
-    return driver(connection.alias)
+    """The driver for ``connection``, one of an alias's or of its own (Django's test setup
+    connects to no database under an alias of no database's)."""
+    chosen = _chosen.get(connection.alias)
+    if chosen is not None and chosen.vendor == connection.vendor:
+        return chosen
+    return driver_class(connection.vendor)(connection.alias)
 
 
 def driver_class(vendor: str) -> Callable[[str], Driver]:
