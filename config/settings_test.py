@@ -1,7 +1,6 @@
 """Settings for the test suite: PostgreSQL, the test-only job types and tasks."""
 
 import os
-import zlib
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jobplatform")
 # Production's defaults (DEBUG off), with a key for the tests only, and without the
@@ -20,7 +19,7 @@ if not os.environ.get("QDRANT_PATH"):
     atexit.register(shutil.rmtree, os.environ["QDRANT_PATH"], True)
 
 from config.settings import *  # noqa: E402,F403
-from config.settings import DATABASES, INSTALLED_APPS, TASKS, VAR_DIR  # noqa: E402
+from config.settings import DATABASES, INSTALLED_APPS, TASKS  # noqa: E402
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobs_app"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -39,19 +38,8 @@ TASKS = {
         },
     }
 }
-# The embedded default's database beside the one DATABASE_URL names: the driver conformance
-# suite (tests/integration/test_driver_conformance.py) runs the SQLite driver on it whatever
-# the run's database. A file, not memory: SQLite's shared in-memory cache locks tables
-# instead of waiting, unlike the embedded default. Named after the run's database, so runs
-# on PostgreSQL and MariaDB side by side keep apart; only a test that asks for it creates it.
-VAR_DIR.mkdir(parents=True, exist_ok=True)
-_EMBEDDED_TEST_NAME = f"test-embedded-{zlib.crc32(os.environ['DATABASE_URL'].encode())}.sqlite3"
-DATABASES = {
-    **DATABASES,
-    "embedded": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": str(VAR_DIR / "embedded.sqlite3"),
-        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30},
-        "TEST": {"NAME": str(VAR_DIR / _EMBEDDED_TEST_NAME)},
-    },
-}
+# On the embedded default (DATABASE_URL=sqlite:///…; the driver conformance suite runs there
+# too), a test database in a file, not in memory: SQLite's shared in-memory cache makes a
+# second session fail at once on a table lock instead of waiting, unlike the embedded default.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    DATABASES["default"]["TEST"] = {"NAME": f"{DATABASES['default']['NAME']}.test"}
