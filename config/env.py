@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -94,6 +95,33 @@ def choice(name: str, default: str, choices: Iterable[str]) -> str:
             f"Setting {name} must be one of {', '.join(allowed)}, got {shown(name, value)}."
         )
     return value
+
+
+def given(kind: str, *names: str) -> dict[str, Any]:
+    """The settings among ``names`` that the environment sets, each read as ``kind``
+    (``number``, ``integer``, ``flag`` or ``text``); the others are left out, to the defaults
+    of the app that reads them (the engine's own, for ``JOBS_*``), which also checks ranges."""
+    readers: dict[str, Callable[[str], Any]] = {
+        "number": lambda name: _read(name, env.float, None, "a number"),
+        "integer": lambda name: _read(name, env.int, None, "a whole number"),
+        "flag": lambda name: flag(name, False),
+        "text": text,
+    }
+    read = readers[kind]
+    return {name: read(name) for name in names if env.ENVIRON.get(name, "") != ""}
+
+
+def renamed(name: str, old_name: str) -> str:
+    """The variable to read for ``name``: ``old_name`` while only it is set (with a
+    deprecation warning), so an environment written before the rename keeps working."""
+    if old_name in env.ENVIRON and name not in env.ENVIRON:
+        warnings.warn(
+            f"The environment variable {old_name} is deprecated: name it {name}.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return old_name
+    return name
 
 
 def secret(name: str) -> str:

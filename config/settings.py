@@ -148,8 +148,10 @@ if DATABASES["default"]["ENGINE"].endswith("mysql"):
 # "transaction" when DATABASE_URL goes through a pooler in transaction mode (PgBouncer's
 # pool_mode = transaction): each transaction may run on another server session, so nothing
 # may rely on session state. "session" for a direct connection (or a pooler in session mode).
-DATABASE_POOL_MODE = env.choice("DATABASE_POOL_MODE", "session", ("session", "transaction"))
-if DATABASE_POOL_MODE == "transaction":
+JOBS_DATABASE_POOL_MODE = env.choice(
+    env.renamed("JOBS_DATABASE_POOL_MODE", "DATABASE_POOL_MODE"), "session", ("session", "transaction")
+)
+if JOBS_DATABASE_POOL_MODE == "transaction":
     # A server-side cursor outside a transaction is WITH HOLD: it lives in the session.
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -166,75 +168,60 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 LOGIN_URL = "admin:login"
 
-# --- Job engine -----------------------------------------------------------------------
-JOBS_POLL_INTERVAL = env.number("JOBS_POLL_INTERVAL", 1.0, minimum=0.01)
-JOBS_HEARTBEAT_INTERVAL = env.number("JOBS_HEARTBEAT_INTERVAL", 15.0, minimum=0.1)
-JOBS_REAP_AFTER = env.number("JOBS_REAP_AFTER", 300.0, minimum=0.1)
-JOBS_WORKER_LEASE = env.number("JOBS_WORKER_LEASE", 60.0, minimum=0.1)
-JOBS_SHUTDOWN_TIMEOUT = env.number("JOBS_SHUTDOWN_TIMEOUT", 120.0)
-# The supervisor writes each running job's latest progress report at most this often.
-JOBS_PROGRESS_INTERVAL = env.number("JOBS_PROGRESS_INTERVAL", 0.5, minimum=0.05)
-JOBS_PREFETCH_WINDOW = env.number("JOBS_PREFETCH_WINDOW", 0.02)
-JOBS_MAX_PREFETCH = env.integer("JOBS_MAX_PREFETCH", 32)
-JOBS_ACK_BATCH = env.integer("JOBS_ACK_BATCH", 32, minimum=1)
-# Behind a transaction pooler a prepared statement lives in one server session and the next
-# transaction may run in another; PgBouncer 1.21+ with max_prepared_statements keeps them
-# (set it true there), older ones cannot.
-JOBS_PREPARED_STATEMENTS = env.flag("JOBS_PREPARED_STATEMENTS", DATABASE_POOL_MODE == "session")
-# A session setting of the supervisor: behind a transaction pooler it would stay on a server
-# session that other clients get next, so it is refused there.
-JOBS_WORKER_ASYNC_COMMIT = env.flag("JOBS_WORKER_ASYNC_COMMIT", DATABASE_POOL_MODE == "session")
-if JOBS_WORKER_ASYNC_COMMIT and DATABASE_POOL_MODE == "transaction":
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured(
-        "Setting JOBS_WORKER_ASYNC_COMMIT must be false with DATABASE_POOL_MODE=transaction: "
-        "its session setting would leak to the pooler's other clients."
+# --- Job engine (docs/settings.md) --------------------------------------------------------
+# The engine's settings keep the engine's own defaults (jobs/conf.py): each is set here only
+# when the environment names it, and the engine's checks validate what it sets
+# (platform.E001 and on, at every command's start).
+globals().update(
+    env.given(
+        "number",
+        "JOBS_POLL_INTERVAL",
+        "JOBS_HEARTBEAT_INTERVAL",
+        "JOBS_REAP_AFTER",
+        "JOBS_WORKER_LEASE",
+        "JOBS_SHUTDOWN_TIMEOUT",
+        "JOBS_PROGRESS_INTERVAL",
+        "JOBS_PREFETCH_WINDOW",
+        "JOBS_KEEP_FINISHED_DAYS",
+        "JOBS_MAX_RUN_AT_DAYS",
+        "JOBS_MAX_RETRY_LATER_SECONDS",
+        "JOBS_METRICS_WINDOW",
+        "JOBS_SCHEDULE_GRACE",
+        "JOBS_SCHEDULE_CATCH_UP_WINDOW",
+        "JOBS_SCHEDULE_CLOCK_OFFSET",  # tests only: moves the timers' clock
     )
+    | env.given(
+        "integer",
+        "JOBS_MAX_PREFETCH",
+        "JOBS_ACK_BATCH",
+        "JOBS_PRUNE_BATCH",
+        "JOBS_MAX_PAYLOAD_BYTES",
+        "JOBS_MAX_PAYLOAD_DEPTH",
+        "JOBS_ADMIN_TEXT_CHARS",
+    )
+    | env.given("flag", "JOBS_SCHEDULER")
+    | env.given("text", "JOBS_CLOUDWATCH_NAMESPACE", "JOBS_METRICS_TOKEN")
+)
+# This platform's own choices. Behind a transaction pooler a prepared statement lives in one
+# server session and the next transaction may run in another (PgBouncer 1.21+ with
+# max_prepared_statements keeps them: set it true there); the supervisor's asynchronous
+# commit is a session setting that would stay for the pooler's next client.
+JOBS_PREPARED_STATEMENTS = env.flag("JOBS_PREPARED_STATEMENTS", JOBS_DATABASE_POOL_MODE == "session")
+JOBS_WORKER_ASYNC_COMMIT = env.flag("JOBS_WORKER_ASYNC_COMMIT", JOBS_DATABASE_POOL_MODE == "session")
 # LISTEN needs a session of its own: a worker's wake-up connection goes here, directly to
 # PostgreSQL, when DATABASE_URL goes through a transaction pooler. Unset there, workers poll.
 JOBS_LISTEN_DATABASE = env.optional_database("JOBS_LISTEN_DATABASE_URL")
-if JOBS_LISTEN_DATABASE and not JOBS_LISTEN_DATABASE["ENGINE"].endswith("postgresql"):
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured("Setting JOBS_LISTEN_DATABASE_URL must be a PostgreSQL URL (postgres://…).")
-JOBS_KEEP_FINISHED_DAYS = env.number("JOBS_KEEP_FINISHED_DAYS", 14.0)
-# What enqueue accepts (jobs/validation.py). Payloads carry ids, not data: 64 KiB of JSON
-# holds thousands of ids, and every claim sends the payload to a child process.
-JOBS_MAX_PAYLOAD_BYTES = env.integer("JOBS_MAX_PAYLOAD_BYTES", 64 * 1024, minimum=2)
-JOBS_MAX_PAYLOAD_DEPTH = env.integer("JOBS_MAX_PAYLOAD_DEPTH", 32, minimum=1)
-# The furthest ahead a run_at may be. A year covers any schedule the platform keeps (trial
-# reminders, backoffs of at most 30 min); a later moment is far more likely a computed date
-# gone wrong, and the job would wait through every deploy and type change until then.
-JOBS_MAX_RUN_AT_DAYS = env.number("JOBS_MAX_RUN_AT_DAYS", 365.0, minimum=0.01)
-# A job's admin page shows each long text (payload, error, a try's traceback) cut at this
-# many characters, with a link to the whole; the job list reads only the start of errors.
-JOBS_ADMIN_TEXT_CHARS = env.integer("JOBS_ADMIN_TEXT_CHARS", 20_000, minimum=100)
-JOBS_PRUNE_BATCH = env.integer("JOBS_PRUNE_BATCH", 5000, minimum=1)
-JOBS_CLOUDWATCH_NAMESPACE = env.text("JOBS_CLOUDWATCH_NAMESPACE", "")
-# The "failed jobs" figure counts jobs that failed for good within this many seconds: set
-# it to how often `sweep` runs, so each published data point covers its own interval.
-JOBS_METRICS_WINDOW = env.number("JOBS_METRICS_WINDOW", 300.0, minimum=1.0)
-# The Prometheus endpoint (/metrics) is off until one of these is set; with both set, a
-# scrape needs both. A bearer token, and/or client addresses or networks (REMOTE_ADDR).
-JOBS_METRICS_TOKEN = env.text("JOBS_METRICS_TOKEN", "")
+# The Prometheus endpoint (/metrics) is off until a token or this list is set.
 JOBS_METRICS_ALLOWED_IPS = env.networks("JOBS_METRICS_ALLOWED_IPS")
-# Timers (docs/timers.md): `runworker` books the due slots itself unless this is off (or it
-# runs with --no-schedules), for a deployment that leaves them to cron or EventBridge.
-JOBS_SCHEDULER = env.flag("JOBS_SCHEDULER", True)
-# A slot booked at most this late is on time; later, it is missed and the timer's catch-up
-# policy decides. A command started this early (at most half a period) counts for the coming slot.
-JOBS_SCHEDULE_GRACE = env.number("JOBS_SCHEDULE_GRACE", 60.0)
-# catch_up="all" runs the missed slots of at most this many seconds back.
-JOBS_SCHEDULE_CATCH_UP_WINDOW = env.number("JOBS_SCHEDULE_CATCH_UP_WINDOW", 86400.0)
-# Tests only: moves the schedules' clock (and no other) by this many seconds.
-JOBS_SCHEDULE_CLOCK_OFFSET = env.number("JOBS_SCHEDULE_CLOCK_OFFSET", 0.0, minimum=-1e10)
+# The region and endpoint of AWS's clients: CloudWatch (the engine), S3 and Bedrock (below).
+AWS_REGION = env.text("AWS_REGION", "eu-central-1")
+AWS_ENDPOINT_URL = env.text("AWS_ENDPOINT_URL", "")
+JOBS_AWS_REGION = env.text("JOBS_AWS_REGION", AWS_REGION)
+JOBS_AWS_ENDPOINT_URL = env.text("JOBS_AWS_ENDPOINT_URL", AWS_ENDPOINT_URL)
 # django.tasks runs on the engine: any @task is a job on `runworker` (jobs/backends.py).
 TASKS: dict[str, dict[str, Any]] = {
     "default": {"BACKEND": "jobs.backends.JobsBackend", "QUEUES": ["default"]}
 }
-AWS_REGION = env.text("AWS_REGION", "eu-central-1")
-AWS_ENDPOINT_URL = env.text("AWS_ENDPOINT_URL", "")
 
 # --- django-q2 (optional scheduler for the timers) -------------------------------------
 Q_CLUSTER = {
@@ -246,7 +233,11 @@ Q_CLUSTER = {
     "catch_up": False,
 }
 # django-q2 only runs the timers' schedules here: its own task lists leave the admin index.
-DJANGO_Q_SCHEDULER_ONLY = env.flag("DJANGO_Q_SCHEDULER_ONLY", True)
+JOBS_DJANGO_Q_SCHEDULER_ONLY = env.flag(
+    env.renamed("JOBS_DJANGO_Q_SCHEDULER_ONLY", "DJANGO_Q_SCHEDULER_ONLY"), True
+)
+# Functions django-q2 may run besides the timers (dotted names); any other is refused.
+JOBS_DJANGO_Q_ALLOWED_FUNCTIONS = env.words("JOBS_DJANGO_Q_ALLOWED_FUNCTIONS")
 
 LOGGING = {
     "version": 1,
@@ -465,6 +456,12 @@ REPOSITORIES_ROOT = Path(env.text("REPOSITORIES_ROOT", str(VAR_DIR / "repositori
 GIT_TIMEOUT = env.number("GIT_TIMEOUT", 300.0, minimum=1.0)
 REPOSITORY_MAX_BYTES = env.integer("REPOSITORY_MAX_BYTES", 500 * 1024 * 1024, minimum=1024)
 REPOSITORY_MAX_FILES = env.integer("REPOSITORY_MAX_FILES", 20_000, minimum=1)
+# Bounds on what a hostile repository makes git do (workspaces/git.py): entries of the tree
+# (files, links and folders, counted before the checkout), bytes one git command may print,
+# and the address space of every git process and helper (a flood of refs advertised).
+REPOSITORY_MAX_ENTRIES = env.integer("REPOSITORY_MAX_ENTRIES", 100_000, minimum=1)
+GIT_MAX_OUTPUT_BYTES = env.integer("GIT_MAX_OUTPUT_BYTES", 64 * 1024 * 1024, minimum=64 * 1024)
+GIT_MAX_MEMORY_BYTES = env.integer("GIT_MAX_MEMORY_BYTES", 1024 * 1024 * 1024, minimum=16 * 1024 * 1024)
 # Credentials that arrive inside a repository URL are stored encrypted with the first of
 # these Fernet keys (comma-separated; older keys still decrypt, so a new key is prepended to
 # rotate). Empty: one key derived from SECRET_KEY.
@@ -476,9 +473,11 @@ CREDENTIALS_KEYS = env.words("CREDENTIALS_KEYS")
 CODE_HOST = env.choice("CODE_HOST", "stored", ("stored", "github"))
 GITHUB_API_URL = env.text("GITHUB_API_URL", "https://api.github.com")
 GITHUB_TOKEN = env.text("GITHUB_TOKEN", "")
-# Every provider's HTTP calls (see workspaces/providers/http.py): seconds to connect and to read, and
-# the largest answer read.
+# Every provider's HTTP calls (see workspaces/providers/http.py): seconds to connect and to
+# read, seconds for the whole call however slowly the host answers, and the largest answer
+# read, counted once decoded (for the model and embedding clients too).
 HTTP_TIMEOUT = env.number("HTTP_TIMEOUT", 20.0, minimum=0.1)
+HTTP_DEADLINE = env.number("HTTP_DEADLINE", 60.0, minimum=0.1)
 HTTP_MAX_RESPONSE_BYTES = env.integer("HTTP_MAX_RESPONSE_BYTES", 20 * 1024 * 1024, minimum=1024)
 if CODE_HOST == "github" and not GITHUB_TOKEN:
     from django.core.exceptions import ImproperlyConfigured

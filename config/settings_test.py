@@ -8,15 +8,20 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jobpla
 # started by the tests inherit these.
 os.environ.setdefault("SECRET_KEY", "tests-only-" + "k" * 50)
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
-# Qdrant's local mode in a folder of the test run's own (the workers it starts inherit it);
-# the pipeline's tests give each test a folder of its own.
-if not os.environ.get("QDRANT_PATH"):
+# The var/ of the test process (blobs, checkouts, Qdrant's local mode, static files) in a
+# folder of its own, which the workers it starts inherit. A pytest-xdist worker (gw0, gw1)
+# makes its own instead of using its parent's: two processes cannot open one Qdrant local
+# folder, and both test databases have a repository 1 whose checkout is named after its id.
+# The pipeline's tests give each test folders of its own.
+_PROCESS = os.environ.get("PYTEST_XDIST_WORKER", "main")
+if not os.environ.get("VAR_DIR") or os.environ.get("TEST_VAR_DIR_OF", _PROCESS) != _PROCESS:
     import atexit
     import shutil
     import tempfile
 
-    os.environ["QDRANT_PATH"] = tempfile.mkdtemp(prefix="qdrant-tests-")
-    atexit.register(shutil.rmtree, os.environ["QDRANT_PATH"], True)
+    os.environ["VAR_DIR"] = tempfile.mkdtemp(prefix=f"var-tests-{_PROCESS}-")
+    os.environ["TEST_VAR_DIR_OF"] = _PROCESS
+    atexit.register(shutil.rmtree, os.environ["VAR_DIR"], True)
 
 from config.settings import *  # noqa: E402,F403
 from config.settings import DATABASES, INSTALLED_APPS, TASKS  # noqa: E402

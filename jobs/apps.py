@@ -14,10 +14,7 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from jobs.conf import fill_in_defaults
-
-        fill_in_defaults()
-        from jobs import checks  # noqa: F401 - registers the engine's system check
+        from jobs import checks  # noqa: F401 - registers the engine's system checks
 
         connection_created.connect(_prepare_session, dispatch_uid="jobs.prepare_session")
         autodiscover_modules("tasks")
@@ -25,6 +22,19 @@ class JobsConfig(AppConfig):
 
         runs.declare_all()  # each timer's runs are a job type (declared once the tasks are)
         post_migrate.connect(_install_timers, sender=self, dispatch_uid="jobs.install_timers")
+        _guard_django_q()
+
+
+def _guard_django_q() -> None:
+    """Every task django-q2 queues (a schedule's run, a resubmitted task) passes the guard."""
+    from django.apps import apps
+
+    if apps.is_installed("django_q"):
+        from django_q.signals import pre_enqueue
+
+        from jobs.schedule_guard import guard_task
+
+        pre_enqueue.connect(guard_task, dispatch_uid="jobs.schedule_guard")
 
 
 def _prepare_session(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:

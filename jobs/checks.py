@@ -1,10 +1,16 @@
-"""The engine's system checks: queues with due jobs that no live worker serves
-(``platform.W001``), and timers that missed their runs (``platform.W002``).
+"""The engine's system checks, every id under ``platform.``.
 
-Tagged ``database``, so Django runs it only where a database is named: ``manage.py check
---database default``, ``migrate`` (before it migrates), the test runner. It says nothing when
-the database cannot be reached or the engine's tables are not there yet (a fresh database
-during ``migrate``): other checks and the command itself report those.
+The settings (every command runs these): a value that is not of its kind or out of range
+(``platform.E001``), the supervisor's asynchronous commit behind a transaction pooler
+(``platform.E002``), a LISTEN database that is not PostgreSQL (``platform.E003``), and a
+setting still under its old, unprefixed name (``platform.W003``).
+
+The jobs: queues with due jobs that no live worker serves (``platform.W001``), and timers
+that missed their runs (``platform.W002``). Tagged ``database``, so Django runs them only
+where a database is named: ``manage.py check --database default``, ``migrate`` (before it
+migrates), the test runner. They say nothing when the database cannot be reached or the
+engine's tables are not there yet (a fresh database during ``migrate``): other checks and
+the command itself report those.
 """
 
 from __future__ import annotations
@@ -12,15 +18,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.core.checks import CheckMessage, Tags, register
+from django.core.checks import CheckMessage, Error, Tags, register
 from django.core.checks import Warning as CheckWarning
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
-from jobs import coverage
+from jobs import conf, coverage
+from jobs.conf import jobs_settings
 from jobs.timetable import health
 
 UNSERVED_QUEUE = "platform.W001"
 OVERDUE_TIMER = "platform.W002"
+RENAMED_SETTING = "platform.W003"
+BAD_SETTING = "platform.E001"
+ASYNC_COMMIT_BEHIND_POOLER = "platform.E002"
+LISTEN_NOT_POSTGRESQL = "platform.E003"
 TABLES = {"jobs_job", "jobs_worker", "jobs_timer"}
 
 
@@ -54,3 +65,40 @@ def check_timers_run(app_configs: Any = None, databases: Any = None, **kwargs: A
         CheckWarning(state.warning, hint=state.hint, obj=f"timer {state.name}", id=OVERDUE_TIMER)
         for state in health.overdue(_read(databases, health.timer_states))
     ]
+
+
+@register()
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    for setting in conf.declared():
+        if setting.given_under_old_name():
+            messages.append(
+                CheckWarning(
+                    f"Setting {setting.old_name} is deprecated: the engine reads it as {setting.name}.",
+                    hint=f"Rename it {setting.name} in your settings.",
+                    id=RENAMED_SETTING,
+                )
+            )
+        problem = setting.problem()
+        if problem is not None:
+            messages.append(Error(f"Setting {setting.name} {problem}.", id=BAD_SETTING))
+    if any(message.is_serious() for message in messages):
+        return messages  # the rules below read values that may not be of their kind
+    if jobs_settings.WORKER_ASYNC_COMMIT and jobs_settings.DATABASE_POOL_MODE == "transaction":
+        messages.append(
+            Error(
+                "Setting JOBS_WORKER_ASYNC_COMMIT must be false with JOBS_DATABASE_POOL_MODE=transaction: "
+                "its session setting would leak to the pooler's other clients.",
+                id=ASYNC_COMMIT_BEHIND_POOLER,
+            )
+        )
+    listen = jobs_settings.LISTEN_DATABASE
+    if listen is not None and not str(listen.get("ENGINE", "")).endswith("postgresql"):
+        messages.append(
+            Error(
+                "Setting JOBS_LISTEN_DATABASE must be a PostgreSQL database (its ENGINE "
+                "django.db.backends.postgresql): LISTEN is PostgreSQL's.",
+                id=LISTEN_NOT_POSTGRESQL,
+            )
+        )
+    return messages

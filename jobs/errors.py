@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+# A delay past this (about 3,000 years) would leave the range of a datetime.
+MAX_DELAY_SECONDS = 1e11
+
 
 class JobError(Exception):
     """A background job failed."""
@@ -27,13 +30,19 @@ class RetryLater(JobError):
     without using an attempt; ``reason`` is shown as the job's message.
 
     ``raise jobs.RetryLater(at=reset, reason="GitHub rate limit for acme/api")``
+
+    However far ahead ``at`` lies, the engine queues the job no later than
+    ``JOBS_MAX_RETRY_LATER_SECONDS`` from the moment it reschedules it.
     """
 
     def __init__(self, reason: str = "", *, at: datetime | None = None, delay: float | None = None) -> None:
         if (at is None) == (delay is None):
             raise ValueError("RetryLater takes either at= or delay=.")
         if at is None:
-            at = datetime.now(UTC) + timedelta(seconds=max(0.0, float(delay or 0)))
+            # Any number a host sent (3e9, inf, nan) stays a datetime; the engine caps it.
+            seconds = float(delay or 0)
+            seconds = min(seconds, MAX_DELAY_SECONDS) if seconds > 0 else 0.0
+            at = datetime.now(UTC) + timedelta(seconds=seconds)
         elif at.tzinfo is None:
             raise ValueError("RetryLater(at=...) needs an aware datetime.")
         self.at = at

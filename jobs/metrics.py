@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Min
 from django.utils import timezone
 
 from jobs import registry
+from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.models import Job, Status, Worker
 
@@ -133,7 +133,7 @@ def live_worker_queues(now: datetime | None = None) -> list[set[str] | None]:
     A worker records its lanes as ``"default,ai:2"`` labels; None means "could not tell",
     counted as serving every queue.
     """
-    cutoff = (now or timezone.now()) - timedelta(seconds=settings.JOBS_WORKER_LEASE)
+    cutoff = (now or timezone.now()) - timedelta(seconds=jobs_settings.WORKER_LEASE)
     rows = Worker.objects.filter(stopped_at__isnull=True, last_seen__gte=cutoff).values_list(
         "queues", flat=True
     )
@@ -155,7 +155,7 @@ def _served(labels: object) -> set[str] | None:
 def measure(now: datetime | None = None, *, failures: bool = True) -> Figures:
     """Every figure of every queue, read in one snapshot (five short statements);
     ``failures=False`` leaves out the two that count recent failures (they stay 0)."""
-    window = float(settings.JOBS_METRICS_WINDOW)
+    window = float(jobs_settings.METRICS_WINDOW)
     with _snapshot():
         now = now or timezone.now()
         queues = registry.queues()
@@ -258,7 +258,9 @@ def cloudwatch_client() -> Any:
     import boto3
 
     return boto3.client(
-        "cloudwatch", region_name=settings.AWS_REGION, endpoint_url=settings.AWS_ENDPOINT_URL or None
+        "cloudwatch",
+        region_name=jobs_settings.AWS_REGION,
+        endpoint_url=jobs_settings.AWS_ENDPOINT_URL or None,
     )
 
 
@@ -287,7 +289,7 @@ def report_backlog(now: datetime | None = None) -> str:
         f"{figures.total_failed} failed in {figures.failed_window:.0f} s; "
         f"{len(health.overdue(timers))} overdue timers"
     )
-    namespace = settings.JOBS_CLOUDWATCH_NAMESPACE
+    namespace = jobs_settings.CLOUDWATCH_NAMESPACE
     if namespace:
         publish(figures, namespace, extra=health.metric_data(timers, figures.measured_at))
         line += f", sent to CloudWatch {namespace}"

@@ -1,6 +1,6 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, enqueue_task, claim, complete, complete_in_transaction, fail,
+enqueue, enqueue_many, enqueue_task, claim, claim_job, complete, complete_in_transaction, fail,
 reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
 recover_worker, prune; and task_rows, the read django.tasks tasks' results are built from.
 The worker calls these; it never writes SQL itself. Neither does this module: how a
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.db.models.functions import Now
@@ -29,6 +28,7 @@ from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from jobs import registry, validation
+from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.protocol import Batch, ClaimedJob
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition, UnknownJobType
@@ -210,6 +210,29 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
     return driver().claim(worker, queues, limit)
 
 
+def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
+    """Take one queued job by id for ``worker``, whatever its ``run_at`` (``jobs.testing``
+    runs a test's job inline this way); None when it is not queued. The row lock keeps a
+    worker's claim from taking it at the same moment."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id, status=Status.QUEUED).first()
+        if job is None:
+            return None
+        Job.objects.filter(pk=job_id).update(
+            status=Status.RUNNING,
+            attempts=F("attempts") + 1,
+            locked_by=worker,
+            started_at=Now(),
+            heartbeat_at=Now(),
+            finished_at=None,
+            progress=None,
+            progress_message="",
+        )
+    return ClaimedJob(
+        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue
+    )
+
+
 def task_rows(job_ids: Sequence[int]) -> dict[int, tuple[Job, bool]]:
     """django.tasks tasks' rows (the fields their results need), each with whether it has
     failed tries, by id; ids without a row are left out. A worker reads them before every
@@ -326,7 +349,11 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
     """Put a job that raised ``RetryLater`` back in the queue for ``at``: not a failure,
     so its attempt is given back and its error kept as it was; ``reason`` becomes its
     message. Recorded in the audit log with the outcome "postponed". False when the
-    result was fenced off."""
+    result was fenced off.
+
+    ``at`` is capped at ``JOBS_MAX_RETRY_LATER_SECONDS`` from now, whoever asked: a host's
+    "retry in 3e9 seconds" must not park a job (and hold its dedupe key) for a century."""
+    at = min(at, timezone.now() + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
     with transaction.atomic():
         # Locks the one job row until it is queued again and the try is recorded.
         job = driver().lock_if_running(worker, job_id, attempt)
@@ -517,8 +544,8 @@ def reap(now: datetime | None = None) -> ReapResult:
     jobs a dead worker had prefetched come back as soon as it is known dead).
     """
     now = now or timezone.now()
-    heartbeat_before = now - timedelta(seconds=settings.JOBS_REAP_AFTER)
-    seen_before = now - timedelta(seconds=settings.JOBS_WORKER_LEASE)
+    heartbeat_before = now - timedelta(seconds=jobs_settings.REAP_AFTER)
+    seen_before = now - timedelta(seconds=jobs_settings.WORKER_LEASE)
     return _take_back(lambda: driver().reap(heartbeat_before, seen_before, TAKE_BACK_BATCH))
 
 
@@ -589,8 +616,8 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     Succeeded and cancelled jobs count from when they finished. A failed job stays, however
     old, until it is retried or dismissed; a dismissed one counts from its dismissal."""
     if older_than is None:
-        older_than = timedelta(days=settings.JOBS_KEEP_FINISHED_DAYS)
-    batch_size = batch_size or settings.JOBS_PRUNE_BATCH
+        older_than = timedelta(days=jobs_settings.KEEP_FINISHED_DAYS)
+    batch_size = batch_size or jobs_settings.PRUNE_BATCH
     cutoff = timezone.now() - older_than
     total = driver().prune(finished_before=cutoff, dismissed_before=cutoff, batch_size=batch_size)
     Worker.objects.filter(stopped_at__lt=cutoff).delete()
@@ -605,7 +632,7 @@ def register_worker(name: str, host: str, pid: int, queues: list[str]) -> ReapRe
 
     Refuses a name that a live worker (seen within the lease) is using.
     """
-    lease = timedelta(seconds=settings.JOBS_WORKER_LEASE)
+    lease = timedelta(seconds=jobs_settings.WORKER_LEASE)
     with transaction.atomic():
         existing = Worker.objects.select_for_update().filter(name=name).first()
         if (

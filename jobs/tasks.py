@@ -2,9 +2,8 @@
 
 from datetime import timedelta
 
-from django.conf import settings
-
 from jobs import coverage, metrics, periodic, store
+from jobs.conf import jobs_settings
 from jobs.timetable import booking
 
 
@@ -22,7 +21,7 @@ def prune_finished_jobs() -> str:
 @periodic("sweep", every=300)
 def prune_timer_slots() -> str:
     """The timers' booked slots, kept as long as finished jobs are."""
-    return f"{booking.prune(timedelta(days=settings.JOBS_KEEP_FINISHED_DAYS))} timer slots pruned"
+    return f"{booking.prune(timedelta(days=jobs_settings.KEEP_FINISHED_DAYS))} timer slots pruned"
 
 
 @periodic("sweep", every=300)

@@ -19,9 +19,9 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
+from jobs.conf import jobs_settings
 from jobs.errors import InvalidJobOption, InvalidPayload
 from jobs.models import Job, Priority
 
@@ -47,7 +47,7 @@ def payload_text(payload: Any) -> str:
     for key in payload:
         if not isinstance(key, str):  # they become the handler's keyword arguments
             raise InvalidPayload(f"The payload's keys must be strings, got the key {key!r}.")
-    max_depth = settings.JOBS_MAX_PAYLOAD_DEPTH
+    max_depth = jobs_settings.MAX_PAYLOAD_DEPTH
     try:
         text = json.dumps(payload, allow_nan=False)
     except RecursionError:
@@ -57,7 +57,7 @@ def payload_text(payload: Any) -> str:
     except (TypeError, ValueError) as exc:
         raise InvalidPayload(f"The payload is not JSON-safe: {exc}.") from None
     # ensure_ascii (json's default) makes the text ASCII: characters are bytes.
-    limit = settings.JOBS_MAX_PAYLOAD_BYTES
+    limit = jobs_settings.MAX_PAYLOAD_BYTES
     if len(text) > limit:
         raise InvalidPayload(
             f"The payload is {len(text):,} bytes of JSON; at most {limit:,} are accepted "
@@ -140,7 +140,7 @@ def run_at(moment: object) -> datetime | None:
     if timezone.is_naive(moment):
         raise InvalidJobOption(f"run_at must be timezone-aware, got the naive {moment.isoformat()}.")
     now = timezone.now()
-    days = settings.JOBS_MAX_RUN_AT_DAYS
+    days = jobs_settings.MAX_RUN_AT_DAYS
     earliest, latest = now - PAST_SLACK, now + timedelta(days=days)
     if not earliest <= moment <= latest:
         raise InvalidJobOption(

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Iterable
 
-from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from jobs import prometheus
+from jobs.conf import jobs_settings
 
 
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
-    token: str = settings.JOBS_METRICS_TOKEN
-    allowed = settings.JOBS_METRICS_ALLOWED_IPS
+    token: str = jobs_settings.METRICS_TOKEN
+    allowed = jobs_settings.METRICS_ALLOWED_IPS
     if not token and not allowed:
         # Off: the figures name queues and volumes, which no anonymous client should read.
         raise Http404("The metrics endpoint is off.")
@@ -29,7 +30,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     return HttpResponse(body, content_type=content_type)
 
 
-def _address_allowed(address: str, allowed: list[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:
+def _address_allowed(address: str, allowed: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:
     try:
         client = ipaddress.ip_address(address)
     except ValueError:

@@ -4,7 +4,10 @@ server, Ollama, LiteLLM …) at ``OPENAI_BASE_URL``.
 
 Settings: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (may be empty for a server that needs
 none), ``OPENAI_MODEL``, ``OPENAI_JSON_MODE`` (send ``response_format`` for JSON answers),
-``MODEL_TIMEOUT``. The client does not retry: the job engine retries, with its backoff.
+``MODEL_TIMEOUT`` (a total deadline for each call, however slowly the server answers). An
+answer larger than ``HTTP_MAX_RESPONSE_BYTES`` once decoded is an invalid answer, stopped
+as it streams (``language_models.transport``). The client does not retry: the job engine
+retries, with its backoff.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from django.conf import settings
 
 from language_models.answers import Completion
@@ -25,6 +29,7 @@ from language_models.errors import (
     rate_limited,
 )
 from language_models.prompts import Prompt
+from language_models.transport import AnswerTooLarge, BoundedTransport
 
 PROVIDER = "openai"
 # The client insists on a key; a self-hosted server without authentication ignores this one.
@@ -32,15 +37,38 @@ NO_KEY = "no-key-configured"
 
 
 @lru_cache(maxsize=4)
-def _client(base_url: str, api_key: str, timeout: float) -> Any:
+def _client(base_url: str, api_key: str, timeout: float, max_bytes: int) -> Any:
     from openai import OpenAI
 
-    return OpenAI(base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=0)
+    # MODEL_TIMEOUT is the whole call's deadline, and the answer is counted once decoded.
+    http_client = httpx.Client(transport=BoundedTransport(timeout, max_bytes), timeout=timeout)
+    return OpenAI(
+        base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=0, http_client=http_client
+    )
 
 
 def openai_client() -> Any:
     """The client of the current settings (one per process and settings)."""
-    return _client(settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.MODEL_TIMEOUT)
+    return _client(
+        settings.OPENAI_BASE_URL,
+        settings.OPENAI_API_KEY,
+        settings.MODEL_TIMEOUT,
+        settings.HTTP_MAX_RESPONSE_BYTES,
+    )
+
+
+def unreadable(exc: Exception, where: str) -> ModelError | None:
+    """The model error for an answer the transport stopped (larger than the limit once
+    decoded, or in an encoding it cannot read), found behind the client's connection
+    error ``exc``; None for another connection error. ``where`` names the service."""
+    cause = exc.__cause__
+    if isinstance(cause, AnswerTooLarge):
+        return InvalidAnswer(
+            f"The {where} answered with more than {cause.limit:,} bytes (HTTP_MAX_RESPONSE_BYTES)."
+        )
+    if isinstance(cause, httpx.DecodingError):
+        return InvalidAnswer(f"The {where} answered with something that cannot be read: {cause}")
+    return None
 
 
 def endpoint() -> str:
@@ -73,7 +101,9 @@ def complete(prompt: Prompt, text: str, max_tokens: int) -> Completion:
     except openai.APIStatusError as exc:
         raise status_error(exc) from exc
     except openai.APIConnectionError as exc:
-        raise ModelUnavailable(f"The model service at {endpoint()} could not be reached: {exc}.") from exc
+        raise unreadable(exc, f"model service at {endpoint()}") or ModelUnavailable(
+            f"The model service at {endpoint()} could not be reached: {exc}."
+        ) from exc
     except (openai.APIError, ValueError) as exc:  # a 2xx whose body is not a chat completion
         raise InvalidAnswer(
             f"The model service at {endpoint()} answered something that is not a chat completion: {exc}."

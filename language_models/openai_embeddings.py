@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from language_models.deadline import DeadlineTransport
 from language_models.errors import (
     InvalidAnswer,
     ModelError,
@@ -26,17 +25,18 @@ from language_models.errors import (
     ModelUnavailable,
     rate_limited,
 )
-from language_models.openai_compatible import NO_KEY, retry_after
+from language_models.openai_compatible import NO_KEY, retry_after, unreadable
+from language_models.transport import BoundedTransport
 
 PROVIDER = "openai"
 
 
 @lru_cache(maxsize=4)
-def _client(base_url: str, api_key: str, timeout: float) -> Any:
+def _client(base_url: str, api_key: str, timeout: float, max_bytes: int) -> Any:
     import httpx
     from openai import OpenAI
 
-    http_client = httpx.Client(transport=DeadlineTransport(timeout), timeout=timeout)
+    http_client = httpx.Client(transport=BoundedTransport(timeout, max_bytes), timeout=timeout)
     return OpenAI(
         base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=0, http_client=http_client
     )
@@ -59,7 +59,12 @@ def embed(texts: list[str]) -> list[list[float]]:
     }
     if settings.EMBEDDING_SEND_DIMENSIONS:
         request["dimensions"] = settings.EMBEDDING_DIMENSIONS
-    client = _client(settings.EMBEDDING_BASE_URL, settings.EMBEDDING_API_KEY, settings.EMBEDDING_TIMEOUT)
+    client = _client(
+        settings.EMBEDDING_BASE_URL,
+        settings.EMBEDDING_API_KEY,
+        settings.EMBEDDING_TIMEOUT,
+        settings.HTTP_MAX_RESPONSE_BYTES,
+    )
     try:
         answer = client.embeddings.create(**request)
     except openai.APITimeoutError as exc:
@@ -69,7 +74,9 @@ def embed(texts: list[str]) -> list[list[float]]:
     except openai.APIStatusError as exc:
         raise status_error(exc) from exc
     except openai.APIConnectionError as exc:
-        raise ModelUnavailable(f"The embedding service at {endpoint()} could not be reached: {exc}.") from exc
+        raise unreadable(exc, f"embedding service at {endpoint()}") or ModelUnavailable(
+            f"The embedding service at {endpoint()} could not be reached: {exc}."
+        ) from exc
     except (openai.APIError, ValueError) as exc:  # a 2xx whose body is not an embedding list
         raise InvalidAnswer(
             f"The embedding service at {endpoint()} answered something that is not a list of embeddings: {exc}."

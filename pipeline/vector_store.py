@@ -98,14 +98,14 @@ def where() -> str:
 def _server(url: str, api_key: str, timeout: float) -> Any:
     from qdrant_client import QdrantClient
 
-    from language_models.deadline import DeadlineTransport
+    from language_models.transport import BoundedTransport
 
     return QdrantClient(
         url=url,
         api_key=api_key or None,
         timeout=math.ceil(timeout),
         check_compatibility=False,  # no request at construction: the first call tells
-        transport=DeadlineTransport(timeout),
+        transport=BoundedTransport(timeout),
     )
 
 

@@ -17,7 +17,7 @@ from tests.support.database import flush_by_delete, on_mariadb
 from tests.support.model_server import ModelServer
 from tests.support.workers import WorkerProcess, worker_environment
 
-pytest_plugins = ["tests.moto_server"]
+pytest_plugins = ["tests.moto_server", "jobs.testing.fixtures"]
 
 # A test using one of these starts a process, a server (httpserver: pytest-httpserver's) or a
 # browser: it is slow, whatever
@@ -30,15 +30,23 @@ SLOW_FIXTURES = frozenset(
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))  # every fixture it needs, directly or not
-        if uses & SLOW_FIXTURES or item.get_closest_marker("browser"):
+        if uses & SLOW_FIXTURES or item.get_closest_marker("browser") or item.get_closest_marker("serial"):
             item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A browser test without Chromium is skipped, or fails in CI; before any fixture runs,
-    so nothing (a test database, a live server) is set up for it."""
+    """Skips decided before any fixture runs, so nothing (a test database, a live server) is
+    set up for a test that will not run: a browser test without Chromium (it fails in CI), a
+    PostgreSQL test on MariaDB, a serial test beside another pytest worker."""
     if item.get_closest_marker("browser"):
         chromium.require()
+    workers = getattr(item.config, "workerinput", {}).get("workercount", 1)  # pytest-xdist's
+    if item.get_closest_marker("serial") and workers > 1:
+        # It breaks what the other pytest worker's tests use (a PostgreSQL restart).
+        pytest.skip("serial: runs alone, without -n (make test runs it in a pass of its own)")
+    marker = item.get_closest_marker("postgres_only")
+    if marker is not None and on_mariadb():
+        pytest.skip(f"PostgreSQL only: {marker.kwargs.get('reason') or marker.args[0]}")
 
 
 @pytest.fixture(autouse=True)
@@ -103,12 +111,3 @@ def openai_model(settings, model_server: ModelServer) -> ModelServer:
     settings.OPENAI_MODEL = "test-model"
     settings.MODEL_TIMEOUT = 5.0
     return model_server
-
-
-@pytest.fixture(autouse=True)
-def _postgres_only(request: pytest.FixtureRequest) -> None:
-    """A test of a PostgreSQL feature (NOTIFY, advisory locks, plans, PgBouncer) is skipped
-    when the suite runs on MariaDB, saying why."""
-    marker = request.node.get_closest_marker("postgres_only")
-    if marker is not None and on_mariadb():
-        pytest.skip(f"PostgreSQL only: {marker.kwargs.get('reason') or marker.args[0]}")

@@ -57,7 +57,11 @@ def moto_server() -> Iterator[str]:
         yield endpoint
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a loaded machine; what it held is of no use now
+            process.kill()
+            process.wait(timeout=10)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

@@ -4,8 +4,8 @@ Each record's page shows what the background jobs did to it ("Recent jobs", thro
 ``jobs.RecordJobsMixin``) and has buttons that queue more: Re-index, Analyse and Sync now
 (repository), Provision (workspace), Purge (organization), Ask for a test plan and Capsule
 summary (pull request); Accept and Reject answer a proposed decision. List actions do the
-same for many rows, and saving a new repository or workspace queues its first job
-(``services.triggers``).
+same for many rows and, like the buttons, need the change permission; saving a new
+repository or workspace queues its first job (``services.triggers``).
 
 What the system writes is read, never typed in: trial reminders, AI artifacts, review
 capsules, source items and the synced fields of pull requests cannot be added or edited
@@ -117,7 +117,7 @@ class OrganizationAdmin(RecordJobsMixin, SystemTimestamps):
     jobs_subject = "organization_id"
     job_buttons = (JobButton("purge", "Purge", triggers.request_purge),)
 
-    @admin.action(description="Purge AI bodies past retention")
+    @admin.action(description="Purge AI bodies past retention", permissions=["change"])
     def purge_retained(self, request, queryset) -> None:
         _queue(
             self,
@@ -160,7 +160,7 @@ class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
                 for repository in formset.new_objects:
                     triggers.request_ingest(repository)
 
-    @admin.action(description="Provision")
+    @admin.action(description="Provision", permissions=["change"])
     def provision(self, request, queryset) -> None:
         _queue(
             self,
@@ -169,7 +169,7 @@ class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
             [{"workspace_id": pk} for pk in queryset.values_list("pk", flat=True)],
         )
 
-    @admin.action(description="Mine decisions")
+    @admin.action(description="Mine decisions", permissions=["change"])
     def mine_decisions(self, request, queryset) -> None:
         _queue(
             self,
@@ -275,20 +275,20 @@ class RepositoryAdmin(RecordJobsMixin, SystemTimestamps):
             self, request, type_name, [{"repository_id": pk} for pk in queryset.values_list("pk", flat=True)]
         )
 
-    @admin.action(description="Re-index")
+    @admin.action(description="Re-index", permissions=["change"])
     def reindex(self, request, queryset) -> None:
         self._each(request, queryset, "repository.ingest")
 
-    @admin.action(description="Analyse")
+    @admin.action(description="Analyse", permissions=["change"])
     def analyse(self, request, queryset) -> None:
         self._each(request, queryset, "repository.analyse")
 
-    @admin.action(description="Sync pull requests and checks")
+    @admin.action(description="Sync pull requests and checks", permissions=["change"])
     def sync_pull_requests(self, request, queryset) -> None:
         self._each(request, queryset, "pullrequest.sync")
         self._each(request, queryset, "checks.sync")
 
-    @admin.action(description="Build review capsules")
+    @admin.action(description="Build review capsules", permissions=["change"])
     def build_capsules(self, request, queryset) -> None:
         self._each(request, queryset, "capsules.retrospective")
 
@@ -470,7 +470,7 @@ class WorkConnectionAdmin(RecordJobsMixin, SystemTimestamps):
     def last_error_brief(self, connection: models.WorkConnection) -> str:
         return Truncator(connection.last_error).chars(80) or "-"
 
-    @admin.action(description="Sync now")
+    @admin.action(description="Sync now", permissions=["change"])
     def sync_now(self, request, queryset) -> None:
         inactive = [str(connection) for connection in queryset if not connection.active]
         with transaction.atomic():

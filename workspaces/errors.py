@@ -40,7 +40,8 @@ class RepositoryRefused(WorkspaceError, PermanentError):
 
 
 class RepositoryTooLarge(WorkspaceError, PermanentError):
-    """The repository is over the size limit (REPOSITORY_MAX_BYTES)."""
+    """The repository is over a limit of what git may write, list, print or take in memory
+    (REPOSITORY_MAX_BYTES, REPOSITORY_MAX_ENTRIES, GIT_MAX_OUTPUT_BYTES, GIT_MAX_MEMORY_BYTES)."""
 
 
 class ProviderRefused(WorkspaceError, PermanentError):

@@ -15,9 +15,18 @@ Every git process runs:
 - with the credential, when there is one, in an ``http.extraHeader`` passed through the
   environment (``GIT_CONFIG_*``): never in argv, in ``.git/config`` or in a log line.
 
-The tree is listed (``ls-tree``) before the checkout: its total size is checked against the
-limit first, and the listing says which paths are symbolic links, which the reader of
-the checkout never follows.
+The tree is listed (``ls-tree``) before the checkout: its entries (files, links and folders)
+are counted as git writes them, git is stopped past ``REPOSITORY_MAX_ENTRIES``, the total
+size is checked against the limit, and the listing says which paths are symbolic links,
+which the reader of the checkout never follows. So a few kilobytes of nested trees that
+would check out millions of files (or list billions of empty folders) are refused before
+anything is written.
+
+What git itself may take is bounded too: its output is read as it comes, never more than
+``GIT_MAX_OUTPUT_BYTES`` of it, and every git process and helper gets at most
+``GIT_MAX_MEMORY_BYTES`` of address space, so a flood of refs advertised (a megabyte of
+gzip that inflates to millions) ends in git's "out of memory" rather than in the worker's.
+Each of these fails the repository for good (``RepositoryTooLarge``), saying which limit.
 """
 
 from __future__ import annotations
@@ -29,9 +38,11 @@ import logging
 import os
 import re
 import resource
+import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -55,6 +66,8 @@ CONFIG = [
     "submodule.recurse=false",
     # Keep every fetched pack as one file, so the file-size limit bounds it.
     "fetch.unpackLimit=1",
+    # One thread for index-pack: each thread's allocator arena counts against the memory limit.
+    "pack.threads=1",
     # A transfer slower than 1 kB/s for a minute is a host that stopped answering.
     "http.lowSpeedLimit=1000",
     "http.lowSpeedTime=60",
@@ -64,6 +77,11 @@ CONFIG = [
 PR_SET_PDEATHSIG = 1  # prctl(2)
 MODE_LINK = "120000"
 MODE_SUBMODULE = "160000"
+MODE_TREE = "040000"
+STDERR_KEPT = 64 * 1024  # the end of git's stderr, for the error message
+OUT_OF_MEMORY = re.compile(
+    r"out of memory|cannot allocate memory|malloc failed|mmap failed|unable to create thread", re.IGNORECASE
+)
 # Failures that another try may get past: the network, the far side being busy.
 TRANSIENT = re.compile(
     r"could not resolve host|connection (refused|reset|timed out)|failed to connect|timed out|"
@@ -104,8 +122,11 @@ class Checkout:
 
 @dataclass(frozen=True)
 class Limits:
-    timeout: float
-    max_bytes: int
+    timeout: float  # GIT_TIMEOUT: every command of one fetch together
+    max_bytes: int  # REPOSITORY_MAX_BYTES: any file git writes, and the checkout
+    max_entries: int = 100_000  # REPOSITORY_MAX_ENTRIES: files, links and folders of the tree
+    max_output: int = 64 * 1024 * 1024  # GIT_MAX_OUTPUT_BYTES: what one git command prints
+    max_memory: int = 1024 * 1024 * 1024  # GIT_MAX_MEMORY_BYTES: address space of each git process
 
 
 def check_url(url: str) -> None:
@@ -162,13 +183,27 @@ def fetch(url: str, root: Path, limits: Limits, *, credential: str = "") -> Chec
 
 
 def list_tree(git: Git, root: Path, commit: str) -> list[TreeEntry]:
-    listing = git.run(["-C", str(root), "ls-tree", "-r", "-l", "-z", "--full-tree", commit], text=False)
-    entries = []
-    for record in listing.stdout.split(b"\0"):
-        if not record:
-            continue
+    """The files, links and submodules of ``commit``, read as ``ls-tree`` writes them.
+
+    Folders are listed too (``-t``) and counted with the rest: past ``max_entries`` git is
+    stopped and the repository refused, however little it weighs (every file of a tree bomb
+    is the same empty blob, and a tree of nested empty trees has no file at all)."""
+    limit = git.limits.max_entries
+    entries: list[TreeEntry] = []
+    counted = 0
+
+    def take(record: bytes) -> None:
+        nonlocal counted
+        counted += 1
+        if counted > limit:
+            raise RepositoryTooLarge(
+                f"The repository's tree has more than {limit:,} entries (files, links and folders); "
+                "the limit is REPOSITORY_MAX_ENTRIES. Nothing was checked out."
+            )
         meta, _, raw_path = record.partition(b"\t")
         mode, _kind, _sha, size = meta.split()
+        if mode.decode() == MODE_TREE:
+            return
         entries.append(
             TreeEntry(
                 path=raw_path.decode("utf-8", "surrogateescape"),
@@ -176,7 +211,31 @@ def list_tree(git: Git, root: Path, commit: str) -> list[TreeEntry]:
                 size=int(size) if size != b"-" else 0,
             )
         )
+
+    git.run(
+        ["-C", str(root), "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", commit],
+        consume=_Records(take),
+    )
     return entries
+
+
+class _Records:
+    """Feeds each NUL-terminated record of a stream of chunks to ``take`` as it completes."""
+
+    def __init__(self, take: Callable[[bytes], None]) -> None:
+        self.take = take
+        self.buffer = bytearray()
+        self.scanned = 0  # no NUL before this offset of the buffer
+
+    def __call__(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        start = 0
+        while (end := self.buffer.find(b"\0", self.scanned)) != -1:
+            if end > start:
+                self.take(bytes(self.buffer[start:end]))
+            start = self.scanned = end + 1
+        del self.buffer[:start]
+        self.scanned = len(self.buffer)
 
 
 def _die_with_parent() -> None:
@@ -250,14 +309,21 @@ class Git:
             env[f"GIT_CONFIG_VALUE_{index}"] = value
         return env
 
-    def run(self, args: list[str], *, text: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        self, args: list[str], *, text: bool = True, consume: Callable[[bytes], None] | None = None
+    ) -> subprocess.CompletedProcess:
+        """Run git; its output is returned, or handed to ``consume`` chunk by chunk as it
+        comes (then ``stdout`` is empty). ``consume`` may raise to stop git."""
         command = ["git", *args]
-        max_bytes = self.limits.max_bytes
+        verb = args[2] if args[0] == "-C" else args[0]
+        limits = self.limits
 
-        def limit_file_size() -> None:
-            # Inherited by every helper git starts: no file it writes can pass the limit.
-            resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+        def limit_child() -> None:
             _die_with_parent()
+            # Inherited by every helper git starts: no file it writes can pass the size
+            # limit, and no process can take more memory than its own limit.
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_bytes, limits.max_bytes))
+            resource.setrlimit(resource.RLIMIT_AS, (limits.max_memory, limits.max_memory))
 
         process = subprocess.Popen(
             command,
@@ -265,16 +331,10 @@ class Git:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=self.environment(),
-            preexec_fn=limit_file_size,  # noqa: PLW1509 - the child only calls setrlimit
+            preexec_fn=limit_child,  # noqa: PLW1509 - the child only calls prctl and setrlimit
         )
         try:
-            stdout, stderr = process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            self._kill(process)
-            raise RepositoryFetchFailed(
-                f"git {args[0] if args[0] != '-C' else args[2]} did not finish within "
-                f"{self.limits.timeout:g} s (GIT_TIMEOUT)."
-            ) from None
+            stdout, stderr = self._read(process, verb, consume)
         finally:
             self._kill(process)
         if process.returncode == 0:
@@ -282,15 +342,69 @@ class Git:
                 command, 0, stdout.decode("utf-8", "replace") if text else stdout, stderr
             )
         message = redact(stderr.decode("utf-8", "replace").strip(), self.credential)[-2000:]
-        verb = args[2] if args[0] == "-C" else args[0]
-        if process.returncode == -signal.SIGXFSZ or (args[0] == "-C" and _cut_off(Path(args[1]), max_bytes)):
+        if process.returncode == -signal.SIGXFSZ or (
+            args[0] == "-C" and _cut_off(Path(args[1]), limits.max_bytes)
+        ):
             raise RepositoryTooLarge(
-                f"git {verb} wrote past the size limit of {max_bytes:,} bytes (REPOSITORY_MAX_BYTES)."
+                f"git {verb} wrote past the size limit of {limits.max_bytes:,} bytes (REPOSITORY_MAX_BYTES)."
             )
         logger.info("git %s failed (%s): %s", verb, process.returncode, message)
+        if OUT_OF_MEMORY.search(message):
+            raise RepositoryTooLarge(
+                f"git {verb} ran out of its memory limit of {limits.max_memory:,} bytes "
+                "(GIT_MAX_MEMORY_BYTES): the repository advertises or holds more than that allows "
+                f"(a flood of refs, a tree bomb). git said: {message[-300:]}"
+            )
         if TRANSIENT.search(message):
             raise RepositoryFetchFailed(f"git {verb} failed: {message}")
         raise RepositoryRefused(f"git {verb} failed: {message or f'exit status {process.returncode}'}")
+
+    def _read(
+        self, process: subprocess.Popen, verb: str, consume: Callable[[bytes], None] | None
+    ) -> tuple[bytes, bytes]:
+        """git's stdout (at most ``max_output`` bytes of it, kept or handed to ``consume``)
+        and the end of its stderr, read as they come until both close, within the deadline;
+        then git's exit."""
+        assert process.stdout is not None and process.stderr is not None
+        limit = self.limits.max_output
+        stdout, stderr = bytearray(), bytearray()
+        written = 0
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            selector.register(process.stderr, selectors.EVENT_READ)
+            while selector.get_map():
+                ready = selector.select(timeout=max(0.0, self.deadline - time.monotonic()))
+                if not ready:
+                    self._kill(process)
+                    raise self._timed_out(verb)
+                for key, _events in ready:
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                    elif key.fileobj is process.stderr:
+                        stderr += chunk
+                        del stderr[:-STDERR_KEPT]
+                    else:
+                        written += len(chunk)
+                        if written > limit:
+                            raise RepositoryTooLarge(
+                                f"git {verb} wrote more than {limit:,} bytes of output "
+                                "(GIT_MAX_OUTPUT_BYTES)."
+                            )
+                        if consume is None:
+                            stdout += chunk
+                        else:
+                            consume(chunk)
+        try:
+            process.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise self._timed_out(verb) from None
+        return bytes(stdout), bytes(stderr)
+
+    def _timed_out(self, verb: str) -> RepositoryFetchFailed:
+        return RepositoryFetchFailed(
+            f"git {verb} did not finish within {self.limits.timeout:g} s (GIT_TIMEOUT)."
+        )
 
     @staticmethod
     def _kill(process: subprocess.Popen) -> None:

@@ -35,7 +35,7 @@ def pooled_environment(bouncer: PgBouncer | None, *, listen: bool = True, name: 
     env.update(
         {
             "DATABASE_URL": bouncer.url(connection.settings_dict["NAME"]) + suffix,
-            "DATABASE_POOL_MODE": "transaction",
+            "JOBS_DATABASE_POOL_MODE": "transaction",
         }
     )
     if listen:

@@ -17,7 +17,8 @@ also need ``platform.change_job``.
     timer_page    the Timers page: schedules, slots, Pause, Resume, Run now (``jobs.timetable``)
     record_page   a domain record's pages: its recent jobs, last job and job buttons
                   (``jobs.RecordJobsMixin``, ``jobs.JobButton``)
-    scheduler_page django-q2's task lists out of the index when it only schedules timers
+    scheduler_page django-q2's pages: schedules run only the timers, task lists out of
+                   the index when it only schedules timers
 
 Other apps use the public API (``jobs.register_admin_link``, ``jobs.register_payload_link``,
 ``jobs.RecordJobsMixin``, ``jobs.JobButton``); ``bench/admin_page.py`` times the page with
@@ -28,11 +29,11 @@ from jobs.admin.attempt_page import JobAttemptAdmin
 from jobs.admin.counting import status_counts
 from jobs.admin.job_page import REFRESH_HEADER, JobAdmin
 from jobs.admin.links import PageLink, register_link
-from jobs.admin.scheduler_page import hide_task_lists
+from jobs.admin.scheduler_page import adapt_django_q_admin
 from jobs.admin.timer_page import TimerAdmin
 from jobs.admin.worker_page import WorkerAdmin
 
-hide_task_lists()
+adapt_django_q_admin()
 
 __all__ = [
     "REFRESH_HEADER",

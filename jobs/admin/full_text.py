@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import F, TextField
@@ -22,6 +21,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from jobs.admin.permissions import can_view
+from jobs.conf import jobs_settings
 from jobs.models import Job, JobAttempt
 
 #: The texts of a job and of a try that can be read whole, by the column that holds each.
@@ -32,7 +32,7 @@ ATTEMPT_TEXTS = {"error": "error", "traceback": "traceback"}
 
 
 def limit() -> int:
-    return settings.JOBS_ADMIN_TEXT_CHARS
+    return jobs_settings.ADMIN_TEXT_CHARS
 
 
 def head(column: str) -> Left:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.contrib import admin
 from django.utils import timezone
 from django.utils.safestring import SafeString
@@ -14,6 +13,7 @@ from jobs.admin.counting import BoundedCountingMixin
 from jobs.admin.display import timestamp
 from jobs.admin.filters import OwnFiltersOnlyMixin, WorkerStateFilter
 from jobs.admin.permissions import ViewJobsPermissionMixin
+from jobs.conf import jobs_settings
 from jobs.models import Worker
 
 
@@ -33,7 +33,7 @@ class WorkerAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountingM
     def state(self, worker: Worker) -> str:
         if worker.stopped_at:
             return "stopped"
-        lease = timedelta(seconds=settings.JOBS_WORKER_LEASE)
+        lease = timedelta(seconds=jobs_settings.WORKER_LEASE)
         return "alive" if worker.last_seen >= timezone.now() - lease else "silent"
 
     @admin.display(description="queues")

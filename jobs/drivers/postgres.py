@@ -17,12 +17,12 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
+from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
 from jobs.drivers.protocol import Batch, ClaimedJob, TaskRow
 from jobs.models import Job
@@ -263,7 +263,7 @@ class PostgresDriver(OrmDriver):
         second, so they skip parsing and planning. ``JOBS_PREPARED_STATEMENTS=false``
         turns this off for a pooler that cannot keep prepared statements.
         """
-        if not settings.JOBS_PREPARED_STATEMENTS:
+        if not jobs_settings.PREPARED_STATEMENTS:
             return self.execute(statement, params)
         connection = self.connection
         connection.close_if_health_check_failed()

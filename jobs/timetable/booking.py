@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 import jobs
+from jobs.conf import jobs_settings
 from jobs.models import ACTIVE, Job, Timer, TimerSlot
 from jobs.timetable import clock, declarations, planner
 from jobs.timetable.calendar import Calendar
@@ -75,8 +75,8 @@ def _plan(timer: Timer, now: datetime) -> planner.Plan:
         installed_at=timer.installed_at,
         last_slot=timer.last_slot,
         now=now,
-        grace=settings.JOBS_SCHEDULE_GRACE,
-        window=settings.JOBS_SCHEDULE_CATCH_UP_WINDOW,
+        grace=jobs_settings.SCHEDULE_GRACE,
+        window=jobs_settings.SCHEDULE_CATCH_UP_WINDOW,
     )
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.utils import timezone
+
+from jobs.conf import jobs_settings
 
 
 def now() -> datetime:
-    return timezone.now() + timedelta(seconds=float(settings.JOBS_SCHEDULE_CLOCK_OFFSET))
+    return timezone.now() + timedelta(seconds=float(jobs_settings.SCHEDULE_CLOCK_OFFSET))

@@ -17,10 +17,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
 
 from jobs import timers
+from jobs.conf import jobs_settings
 from jobs.models import Timer, TimerSlot
 from jobs.timetable import booking, clock, declarations, install, runs
 from jobs.timetable.declarations import slot_text
@@ -52,7 +52,7 @@ def run_nearest_slot(name: str, *, force: bool = False, runner: str = "manage.py
     if not timer.enabled and not force:
         message = f"{name} is paused: nothing ran (resume it on the Timers page, or run it with --force)."
         return CommandRun(name, None, False, message, {name: message})
-    slot = booking.calendar_of(timer).nearest(now, early=settings.JOBS_SCHEDULE_GRACE)
+    slot = booking.calendar_of(timer).nearest(now, early=jobs_settings.SCHEDULE_GRACE)
     row = booking.reserve(timer, slot, kind=TimerSlot.Kind.SCHEDULED, ran_in=ran_in) if slot else None
     if row is None and not force:
         message = (

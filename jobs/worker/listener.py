@@ -3,7 +3,7 @@ trigger notifies, where the driver ``listens`` (PostgreSQL). Not used on other d
 (workers poll there).
 
 LISTEN belongs to a session, so behind a pooler in transaction mode
-(``DATABASE_POOL_MODE=transaction``) the notices would go to whichever client holds that
+(``JOBS_DATABASE_POOL_MODE=transaction``) the notices would go to whichever client holds that
 server session next, or nowhere. There the listener connects to
 ``JOBS_LISTEN_DATABASE_URL``, straight to PostgreSQL; with that unset it stays off and the
 worker polls every ``JOBS_POLL_INTERVAL``.
@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.protocol import Subscription
 
@@ -25,7 +25,7 @@ logger = logging.getLogger("jobs.worker")
 
 
 def behind_transaction_pooler() -> bool:
-    return settings.DATABASE_POOL_MODE == "transaction"
+    return jobs_settings.DATABASE_POOL_MODE == "transaction"
 
 
 class Listener:
@@ -37,12 +37,12 @@ class Listener:
     def enabled(self) -> bool:
         if not driver().listens:
             return False
-        return settings.JOBS_LISTEN_DATABASE is not None or not behind_transaction_pooler()
+        return jobs_settings.LISTEN_DATABASE is not None or not behind_transaction_pooler()
 
     def describe(self) -> str:
         """How this worker wakes up, for its start-up line."""
         if self.enabled:
-            return "wakes on NOTIFY" + (" (direct connection)" if settings.JOBS_LISTEN_DATABASE else "")
+            return "wakes on NOTIFY" + (" (direct connection)" if jobs_settings.LISTEN_DATABASE else "")
         if driver().listens:
             return "polls: LISTEN needs a session, set JOBS_LISTEN_DATABASE_URL to wake at once"
         return "polls"
@@ -80,7 +80,7 @@ def _new_wrapper() -> BaseDatabaseWrapper:
     """A connection of its own: to JOBS_LISTEN_DATABASE_URL when set, else like the default
     database's. Django's own errors wrap it, so an outage looks the same as on the main one."""
     default = connections[DEFAULT_DB_ALIAS]
-    direct = settings.JOBS_LISTEN_DATABASE
+    direct = jobs_settings.LISTEN_DATABASE
     if direct is None:
         return connections.create_connection(DEFAULT_DB_ALIAS)
     settings_dict: dict[str, Any] = {

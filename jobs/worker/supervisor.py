@@ -22,9 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from jobs import registry, store
+from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
@@ -59,17 +58,17 @@ class Supervisor:
         self.listener_fd: int | None = None  # as registered with the selector
         # What is ready on each registered file: the callback that handles it.
         self.selector: selectors.BaseSelector = selectors.DefaultSelector()
-        self.db = DatabaseGuard(settings.JOBS_WORKER_LEASE, on_outage=self._close_listener)
-        self.results = ResultBuffer(self.name, self.db, ack_batch=settings.JOBS_ACK_BATCH)
-        self.progress = ProgressWriter(self.name, self.db, settings.JOBS_PROGRESS_INTERVAL)
+        self.db = DatabaseGuard(jobs_settings.WORKER_LEASE, on_outage=self._close_listener)
+        self.results = ResultBuffer(self.name, self.db, ack_batch=jobs_settings.ACK_BATCH)
+        self.progress = ProgressWriter(self.name, self.db, jobs_settings.PROGRESS_INTERVAL)
         self.schedules = ScheduleTicker(enabled=options.schedules, poll_interval=options.poll_interval)
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
         self.next_poll = 0.0
         self.burst_rechecked = False
-        self.window = settings.JOBS_PREFETCH_WINDOW
-        self.max_prefetch = settings.JOBS_MAX_PREFETCH
+        self.window = jobs_settings.PREFETCH_WINDOW
+        self.max_prefetch = jobs_settings.MAX_PREFETCH
         self.timeouts: dict[str, float | None] = {}
         self.declared_queues: dict[str, str] = {}
         self.log_jobs = logger.isEnabledFor(logging.INFO)
@@ -77,7 +76,7 @@ class Supervisor:
     # --- lifecycle ------------------------------------------------------------------------
 
     def run(self) -> int:
-        if settings.JOBS_WORKER_ASYNC_COMMIT:
+        if jobs_settings.WORKER_ASYNC_COMMIT:
             commit_asynchronously()
         wakeup = self._install_signals()
         self.selector.register(wakeup, selectors.EVENT_READ, functools.partial(_drain_wakeup, wakeup))
@@ -295,7 +294,7 @@ class Supervisor:
         still running here."""
         if now < self.next_heartbeat or not self.db.available(now):
             return False
-        self.next_heartbeat = now + settings.JOBS_HEARTBEAT_INTERVAL
+        self.next_heartbeat = now + jobs_settings.HEARTBEAT_INTERVAL
         self.db.call(store.heartbeat, self.name, self._held_ids())
         return True
 

@@ -26,7 +26,7 @@ from tests.support.waiting import wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.slow,
+    pytest.mark.serial,  # the restart breaks every other test's connections
     pytest.mark.postgres_only("restarts the PostgreSQL cluster"),
 ]
 

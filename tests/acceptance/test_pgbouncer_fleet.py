@@ -55,7 +55,7 @@ def _pooled(bouncer: pgbouncer.PgBouncer, *, listen: bool) -> dict[str, str]:
     """A worker's environment: every query through the pooler; LISTEN direct, or polling."""
     env = {
         "DATABASE_URL": bouncer.url(_database()),
-        "DATABASE_POOL_MODE": "transaction",
+        "JOBS_DATABASE_POOL_MODE": "transaction",
         # Only the victims die here: a lease that outlasts any stall of a loaded machine
         # keeps a slow survivor from being taken for dead (and its jobs from running twice).
         "JOBS_WORKER_LEASE": "10",

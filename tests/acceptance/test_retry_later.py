@@ -29,3 +29,17 @@ def test_retry_later__two_waits_then_success_use_one_attempt_and_honour_run_at(s
     outcomes = list(JobAttempt.objects.filter(job=job).values_list("outcome", "error"))
     assert outcomes == [("postponed", "Rate limited (1/2)."), ("postponed", "Rate limited (2/2).")]
     assert "rescheduled for" in worker.log()
+
+
+def test_retry_later__a_wait_of_a_century_is_capped_by_the_engine_and_the_job_runs_again(
+    start_worker, tmp_path
+):
+    log = tmp_path / "runs.log"
+    job = store.enqueue("test.rate_limited", {"path": str(log), "waits": 1, "delay": 3e9})
+    start_worker("--concurrency", "1", "--poll-interval", "0.1", env={"JOBS_MAX_RETRY_LATER_SECONDS": "1"})
+
+    done = wait_status(job.pk, Status.SUCCEEDED, timeout=60)
+
+    assert (done.attempts, done.error) == (1, "")
+    assert [line.split()[0] for line in log.read_text().splitlines()] == ["start", "until", "start"]
+    assert JobAttempt.objects.get(job=job).outcome == "postponed"

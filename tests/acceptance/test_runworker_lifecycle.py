@@ -42,7 +42,7 @@ def test_poll__an_idle_worker_finds_new_work(start_worker):
     # transaction pooler without a direct listening connection polls the same way.
     worker = start_worker(
         "--concurrency", "1", "--poll-interval", "0.2", "--name", "poller",
-        env={"DATABASE_POOL_MODE": "transaction"},
+        env={"JOBS_DATABASE_POOL_MODE": "transaction"},
     )  # fmt: skip
     assert re.search(r"started: .*; polls", wait_log(worker, "started"))
     wait_registered("poller")

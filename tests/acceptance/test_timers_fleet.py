@@ -72,7 +72,7 @@ def fleet_database() -> Iterator[dict[str, str]]:
     with pgbouncer.PgBouncer(pool_size=6) as bouncer:
         yield {
             "DATABASE_URL": bouncer.url(connection.settings_dict["NAME"]),
-            "DATABASE_POOL_MODE": "transaction",
+            "JOBS_DATABASE_POOL_MODE": "transaction",
             "JOBS_LISTEN_DATABASE_URL": database_url(),
         }
 
@@ -89,6 +89,9 @@ def run_timer_command(env: dict[str, str]) -> subprocess.Popen:
     )
 
 
+# A one-second timer kept in step with the wall clock while workers are killed and started
+# for 30 s: on a 2-core machine another pytest worker's tests make it miss its pace.
+@pytest.mark.serial
 def test_three_workers_kills_and_commands__every_slot_of_a_one_second_timer_runs_exactly_once(
     start_worker: Callable[..., WorkerProcess], fleet_database: dict[str, str]
 ):
@@ -102,9 +105,11 @@ def test_three_workers_kills_and_commands__every_slot_of_a_one_second_timer_runs
     wait_for(lambda: len(slot_runs(EVERY_SECOND)) >= 2, timeout=60, message="the first runs")
 
     kills, commands, ran_in_a_command = 0, [], False
-    deadline = time.monotonic() + 30
+    window = time.monotonic() + 30  # 30 one-second slots at least
+    give_up = time.monotonic() + 600  # only a bound: on a loaded machine each turn takes longer
     turn = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < window or kills < 5 or not ran_in_a_command:
+        assert time.monotonic() < give_up, f"{kills} kills in 10 minutes; the commands said {commands}"
         turn += 1
         if turn % 2:  # a whole worker group killed, mid-run when one is running the timer
             victim = _worker_running(EVERY_SECOND, set(workers)) or sorted(workers)[turn % 3]
@@ -258,6 +263,9 @@ def ticks_ran_around(change: datetime) -> Callable[[], bool]:
     return lambda: set(ticks_around(change)) <= set(slot_runs(TICKS))
 
 
+# Each worker's clock starts 6 s before a change: a worker slower to start than that (beside
+# another pytest worker's tests) misses the first ticks it waits for.
+@pytest.mark.serial
 def test_cron_timer_across_daylight_saving_changes__runs_each_wall_clock_slot_once(start_worker):
     # Spring, 28 March 2027: 02:00 does not exist in Berlin; the daily run is at 03:00 CEST.
     jump = datetime(2027, 3, 28, 1, 0, tzinfo=UTC)

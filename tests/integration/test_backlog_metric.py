@@ -175,7 +175,7 @@ def test_metric_data__reports_every_figure_overall_and_per_queue():
 
 def test_report__without_a_namespace_only_logs(settings, caplog):
     settings.JOBS_CLOUDWATCH_NAMESPACE = ""
-    settings.AWS_ENDPOINT_URL = "http://127.0.0.1:9"  # nothing listens: a call would fail
+    settings.JOBS_AWS_ENDPOINT_URL = "http://127.0.0.1:9"  # nothing listens: a call would fail
     _backlog()
     with caplog.at_level(logging.INFO, logger="jobs.metrics"):
         line = metrics.report_backlog()
@@ -185,8 +185,8 @@ def test_report__without_a_namespace_only_logs(settings, caplog):
 
 def test_report__puts_the_metric_to_cloudwatch(settings, moto_reset):
     settings.JOBS_CLOUDWATCH_NAMESPACE = NAMESPACE
-    settings.AWS_ENDPOINT_URL = moto_reset
-    settings.AWS_REGION = "eu-central-1"
+    settings.JOBS_AWS_ENDPOINT_URL = moto_reset
+    settings.JOBS_AWS_REGION = "eu-central-1"
     _backlog()
     JobFactory(type="brain.derive", failed=True)
     _worker("w1")

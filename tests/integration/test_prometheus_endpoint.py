@@ -77,6 +77,15 @@ def test_endpoint__serves_only_allowed_addresses(client, settings):
     assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 403
 
 
+def test_endpoint__reads_an_allowlist_written_as_text(client, settings):
+    # A project's settings module may list plain strings, as for ALLOWED_HOSTS.
+    settings.JOBS_METRICS_TOKEN = ""
+    settings.JOBS_METRICS_ALLOWED_IPS = ["10.1.0.0/16", "127.0.0.1"]
+    assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 200
+    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 200
+    assert client.get("/metrics", REMOTE_ADDR="10.2.0.1").status_code == 403
+
+
 def test_endpoint__with_both_settings_needs_both(client, token, settings):
     settings.JOBS_METRICS_ALLOWED_IPS = [ipaddress.ip_network("10.1.0.0/16")]
     assert (

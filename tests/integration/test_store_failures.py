@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs import store
+from jobs import store, testing
 from jobs.errors import InvalidTransition
 from jobs.models import Job, JobAttempt, Status
 from jobs.worker import child
@@ -71,12 +71,7 @@ def test_fail__requeues_with_the_exact_backoff_and_keeps_the_error():
 
 
 def test_fail__permanent_error_fails_at_once():
-    job = store.enqueue("test.fail", {"permanent": True})
-    claimed = claim_one("w1", "test.fail")
-    failure = _run_in_process(claimed)
-    assert failure.retryable is False
-    assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.FAILED
-    job.refresh_from_db()
+    job = testing.run_job(store.enqueue("test.fail", {"permanent": True}))
     assert (job.status, job.attempts) == (Status.FAILED, 1)
     assert job.error == "jobs.errors.PermanentError: This input can never work."
     [attempt] = JobAttempt.objects.filter(job=job)
@@ -84,21 +79,16 @@ def test_fail__permanent_error_fails_at_once():
 
 
 def test_fail__payload_that_does_not_fit_the_handler_fails_at_once():
-    store.enqueue("test.fail", {"unexpected": 1})
-    claimed = claim_one("w1", "test.fail")
-    failure = _run_in_process(claimed)
-    assert failure.error_class == "TypeError" and failure.retryable is False
-    assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.FAILED
+    job = testing.run_job(store.enqueue("test.fail", {"unexpected": 1}))
+    assert (job.status, job.attempts) == (Status.FAILED, 1)
+    assert job.error.startswith("TypeError: ")
 
 
 def test_fail__retried_job_runs_again_and_succeeds():
     job = store.enqueue("test.flaky", {"fail_times": 1})
-    claimed = claim_one("w1", "test.flaky")
-    assert store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed)) == Status.QUEUED
+    assert testing.run_job(job).status == Status.QUEUED
     make_due(job.pk)
-    claimed = claim_one("w1", "test.flaky")
-    assert _run_in_process(claimed) is None
-    assert store.complete("w1", [(claimed.id, claimed.attempt)]) == [job.pk]
+    assert [done.pk for done in testing.drain("default").succeeded] == [job.pk]
     job.refresh_from_db()
     assert (job.status, job.attempts, job.error, job.progress) == (Status.SUCCEEDED, 2, "", 100)
 
@@ -112,11 +102,11 @@ def _job_in(status: str) -> Job:
         return job
     if status == Status.CANCELLED:
         return store.cancel(job)
+    if status == Status.FAILED:
+        return testing.run_job(job)
     claimed = claim_one("w1", "test.fail")
     if status == Status.SUCCEEDED:
         store.complete("w1", [(claimed.id, claimed.attempt)])
-    elif status == Status.FAILED:
-        store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed))
     job.refresh_from_db()
     assert job.status == status
     return job
@@ -157,15 +147,10 @@ def test_retry__the_audit_log_keeps_counting_tries_across_it():
     while the job's own count (the budget, and the fence of every result) starts again."""
     job = store.enqueue("test.fail", {})
     for _ in range(3):
-        claimed = claim_one("w1", "test.fail")
-        store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed))
-        make_due(job.pk)
+        testing.run_job(job)
     store.retry(job)
-    claimed = claim_one("w1", "test.fail")
-    assert claimed.attempt == 1
-    store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed))
+    job = testing.run_job(job)
 
-    job.refresh_from_db()
     assert (job.status, job.attempts, job.earlier_attempts) == (Status.QUEUED, 1, 3)
     tries = JobAttempt.objects.filter(job=job).order_by("id")
     assert [(a.attempt, a.outcome) for a in tries] == [
@@ -187,9 +172,7 @@ def test_retry__refuses_anything_but_a_failed_job(status):
 
 
 def test_retry__refuses_when_the_dedupe_key_is_taken_again():
-    job = store.enqueue("test.fail", {"permanent": True}, dedupe_key="email-1")
-    claimed = claim_one("w1", "test.fail")
-    store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed))
+    job = testing.run_job(store.enqueue("test.fail", {"permanent": True}, dedupe_key="email-1"))
     newer = store.enqueue("test.fail", {}, dedupe_key="email-1")
     with pytest.raises(InvalidTransition, match="dedupe key 'email-1' is already queued or running"):
         store.retry(job)

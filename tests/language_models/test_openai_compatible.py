@@ -3,12 +3,15 @@ Completions API: the request it sends, what it records, and each failure's error
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 import language_models
 from jobs import PermanentError, RetryableError
 from language_models import Prompt
 from tests.support.model_server import ModelServer, Reply
+from tests.support.servers import DrippingServer, gzip_bomb
 
 PROMPT = Prompt("test_plan", "Write a test plan.", ("Changed file: app/models.py", "CI status: success"))
 JSON_PROMPT = Prompt(
@@ -140,3 +143,38 @@ def test_openai__a_server_without_authentication_needs_no_key(openai_model: Mode
     settings.OPENAI_API_KEY = ""
     openai_model.script(Reply.answer("ok"))
     assert language_models.complete(PROMPT).text == "ok"
+
+
+def test_openai__a_compressed_answer_is_stopped_at_the_limit_once_decoded(
+    openai_model: ModelServer, settings
+):
+    settings.HTTP_MAX_RESPONSE_BYTES = 1024 * 1024
+    openai_model.script(Reply(raw=gzip_bomb(200 * 1024 * 1024), headers={"Content-Encoding": "gzip, gzip"}))
+    tracemalloc.start()
+    try:
+        with pytest.raises(language_models.InvalidAnswer, match="more than 1,048,576 bytes") as caught:
+            language_models.complete(PROMPT)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 1024 * 1024  # a few pieces of the answer, never the whole of it
+    assert "HTTP_MAX_RESPONSE_BYTES" in str(caught.value)
+
+
+def test_openai__an_answer_over_the_limit_is_not_read_whole(openai_model: ModelServer, settings):
+    settings.HTTP_MAX_RESPONSE_BYTES = 64 * 1024
+    openai_model.script(Reply.answer("word " * 50_000))  # 250 kB of text in one chat completion
+    with pytest.raises(language_models.InvalidAnswer, match="more than 65,536 bytes"):
+        language_models.complete(PROMPT)
+
+
+def test_openai__a_service_dripping_its_answer_times_out_at_the_deadline(openai_model: ModelServer, settings):
+    settings.MODEL_TIMEOUT = 1.0
+    server = DrippingServer(interval=0.05)
+    settings.OPENAI_BASE_URL = f"{server.url}/v1"
+    try:
+        with pytest.raises(language_models.ModelTimeout, match="timed out after 1.0s"):
+            language_models.complete(PROMPT)
+        assert server.accepted
+    finally:
+        server.close()

@@ -152,7 +152,7 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
     return rows
 
 
-def _row_for(model: type[models.Model], rows: dict[type[models.Model], Any]) -> models.Model:
+def row_for(model: type[models.Model], rows: dict[type[models.Model], Any]) -> models.Model:
     if model in rows:
         return rows[model]
     for known, row in rows.items():  # a proxy model (django-q2's Success, Failure) reads its concrete one
@@ -169,5 +169,5 @@ def pages(rows: dict[type[models.Model], Any], request: Any) -> Iterator[Page]:
         yield Page(label, "list", reverse("admin:{}_{}_changelist".format(*info)))
         if model_admin.has_add_permission(request):
             yield Page(label, "add", reverse("admin:{}_{}_add".format(*info)))
-        row = _row_for(model, rows)
+        row = row_for(model, rows)
         yield Page(label, "change", reverse("admin:{}_{}_change".format(*info), args=[row.pk]))

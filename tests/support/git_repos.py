@@ -127,3 +127,44 @@ def http_backend(project_root: Path, credential: str, seen: list[dict[str, str]]
         return Response(payload, status=status, headers=headers)
 
     return handle
+
+
+def tree_bomb(origin: Origin, *, fan_out: int, depth: int, files: bool = True) -> str:
+    """Commit, on the origin's branch, a tree of ``depth`` levels of ``fan_out`` folders that
+    all name the same tree below: a few objects that list (and would check out) as
+    ``fan_out ** depth`` leaves. Its leaves are empty files, or with ``files=False`` empty
+    folders (nothing to check out, and nothing that weighs)."""
+    bare = origin.bare
+    if files:
+        blob = git("hash-object", "-w", "-t", "blob", "--stdin", cwd=bare, input=b"")
+        listing = "".join(f"100644 blob {blob}\tf{i}\n" for i in range(fan_out))
+    else:
+        empty = git("mktree", cwd=bare, input=b"")
+        listing = "".join(f"040000 tree {empty}\te{i}\n" for i in range(fan_out))
+    tree = git("mktree", cwd=bare, input=listing.encode())
+    for _ in range(depth - 1):
+        listing = "".join(f"040000 tree {tree}\td{i}\n" for i in range(fan_out))
+        tree = git("mktree", cwd=bare, input=listing.encode())
+    commit = git("commit-tree", "-m", "bomb", tree, cwd=bare)
+    git("update-ref", f"refs/heads/{origin.branch}", commit, cwd=bare)
+    return commit
+
+
+def ref_flood(refs: int) -> bytes:
+    """A gzipped smart-HTTP ref advertisement (protocol v0) of ``refs`` tags: a small answer
+    that inflates to many megabytes and lists refs by the hundred thousand."""
+
+    def line(text: str) -> bytes:
+        data = text.encode()
+        return b"%04x" % (len(data) + 4) + data
+
+    commit = "1" * 40
+    parts = [
+        line("# service=git-upload-pack\n"),
+        b"0000",
+        line(f"{commit} HEAD\0side-band-64k ofs-delta shallow symref=HEAD:refs/heads/main\n"),
+        line(f"{commit} refs/heads/main\n"),
+        *(line(f"{commit} refs/tags/v{i:09d}\n") for i in range(refs)),
+        b"0000",
+    ]
+    return gzip.compress(b"".join(parts))

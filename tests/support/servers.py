@@ -74,3 +74,19 @@ def closed_port_url() -> str:
     port = probe.getsockname()[1]
     probe.close()
     return f"http://127.0.0.1:{port}"
+
+
+def gzip_bomb(decoded_bytes: int, layers: int = 2) -> bytes:
+    """``decoded_bytes`` of zeros gzipped ``layers`` times: an answer of a few kilobytes
+    (``Content-Encoding: gzip, gzip``) that inflates to ``decoded_bytes``. Built a
+    megabyte at a time, so making it takes no memory to speak of."""
+    import zlib
+
+    encoder = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = bytes(1024 * 1024)
+    parts = [encoder.compress(block) for _ in range(decoded_bytes // len(block))]
+    body = b"".join([*parts, encoder.compress(bytes(decoded_bytes % len(block))), encoder.flush()])
+    for _ in range(layers - 1):
+        encoder = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        body = encoder.compress(body) + encoder.flush()
+    return body

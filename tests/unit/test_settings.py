@@ -166,6 +166,24 @@ def test_secret_key__start_up_refuses_without_one_when_debug_is_off(monkeypatch)
     assert _settings(monkeypatch, SECRET_KEY="$" + PRODUCTION_KEY)["SECRET_KEY"] == "$" + PRODUCTION_KEY
 
 
+@pytest.mark.parametrize(
+    "old, new, value, read",
+    [
+        ("DATABASE_POOL_MODE", "JOBS_DATABASE_POOL_MODE", "transaction", "transaction"),
+        ("DJANGO_Q_SCHEDULER_ONLY", "JOBS_DJANGO_Q_SCHEDULER_ONLY", "false", False),
+    ],
+)
+def test_renamed_variable__the_old_name_still_works_with_a_deprecation_warning(
+    monkeypatch, old, new, value, read
+):
+    monkeypatch.delenv(old, raising=False)
+    with pytest.warns(
+        DeprecationWarning, match=f"The environment variable {old} is deprecated: name it {new}"
+    ):
+        assert _settings(monkeypatch, DEBUG="true", **{old: value})[new] == read
+    assert new not in os.environ
+
+
 def test_https__secure_by_default_when_debug_is_off(monkeypatch):
     production = _settings(monkeypatch, SECRET_KEY=PRODUCTION_KEY)
     development = _settings(monkeypatch, DEBUG="true")
@@ -281,17 +299,13 @@ def _manage_check(tmp_path: Path, **variables: str) -> subprocess.CompletedProce
     "variable, value, message",
     [
         ("JOBS_POLL_INTERVAL", "soon", "Setting JOBS_POLL_INTERVAL must be a number, got 'soon'"),
-        ("JOBS_ACK_BATCH", "0", "Setting JOBS_ACK_BATCH must be at least 1, got 0"),
         ("DATABASE_URL", "nosuchdb://nowhere", "Setting DATABASE_URL"),
-        ("DATABASE_POOL_MODE", "statement", "Setting DATABASE_POOL_MODE must be one of session, transaction"),
         (
-            "JOBS_LISTEN_DATABASE_URL",
-            "sqlite:///x",
-            "Setting JOBS_LISTEN_DATABASE_URL must be a PostgreSQL URL",
+            "JOBS_DATABASE_POOL_MODE",
+            "statement",
+            "Setting JOBS_DATABASE_POOL_MODE must be one of session, transaction",
         ),
         ("JOBS_MAX_PAYLOAD_BYTES", "64k", "Setting JOBS_MAX_PAYLOAD_BYTES must be a whole number, got '64k'"),
-        ("JOBS_MAX_RUN_AT_DAYS", "0", "Setting JOBS_MAX_RUN_AT_DAYS must be at least 0.01"),
-        ("JOBS_ADMIN_TEXT_CHARS", "10", "Setting JOBS_ADMIN_TEXT_CHARS must be at least 100"),
     ],
 )
 def test_start_up__stops_with_a_message_naming_the_malformed_setting(tmp_path, variable, value, message):
@@ -302,16 +316,44 @@ def test_start_up__stops_with_a_message_naming_the_malformed_setting(tmp_path, v
 
 
 @pytest.mark.slow  # starts manage.py
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("JOBS_ACK_BATCH", "0", "(platform.E001) Setting JOBS_ACK_BATCH must be at least 1."),
+        ("JOBS_MAX_RUN_AT_DAYS", "0", "(platform.E001) Setting JOBS_MAX_RUN_AT_DAYS must be at least 0.01."),
+        (
+            "JOBS_ADMIN_TEXT_CHARS",
+            "10",
+            "(platform.E001) Setting JOBS_ADMIN_TEXT_CHARS must be at least 100.",
+        ),
+        (
+            "JOBS_LISTEN_DATABASE_URL",
+            "sqlite:///x",
+            "(platform.E003) Setting JOBS_LISTEN_DATABASE must be a PostgreSQL database",
+        ),
+    ],
+)
+def test_check__names_the_engine_setting_out_of_its_range(tmp_path, variable, value, message):
+    result = _manage_check(tmp_path, **{variable: value})
+    assert result.returncode != 0
+    assert "SystemCheckError" in result.stderr
+    assert message in result.stderr
+
+
+@pytest.mark.slow  # starts manage.py
 def test_start_up__passes_with_the_embedded_defaults_on_a_development_machine(tmp_path):
     result = _manage_check(tmp_path)
     assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.slow  # starts manage.py
-def test_start_up__refuses_the_supervisor_session_setting_behind_a_transaction_pooler(tmp_path):
-    result = _manage_check(tmp_path, DATABASE_POOL_MODE="transaction", JOBS_WORKER_ASYNC_COMMIT="true")
+def test_check__refuses_the_supervisor_session_setting_behind_a_transaction_pooler(tmp_path):
+    result = _manage_check(tmp_path, JOBS_DATABASE_POOL_MODE="transaction", JOBS_WORKER_ASYNC_COMMIT="true")
     assert result.returncode != 0
-    assert "JOBS_WORKER_ASYNC_COMMIT must be false with DATABASE_POOL_MODE=transaction" in result.stderr
+    assert (
+        "(platform.E002) Setting JOBS_WORKER_ASYNC_COMMIT must be false with JOBS_DATABASE_POOL_MODE=transaction"
+        in result.stderr
+    )
 
 
 @pytest.mark.slow  # starts manage.py
@@ -328,7 +370,7 @@ def test_start_up__a_transaction_pooler_turns_off_session_state_by_default(tmp_p
         DJANGO_SETTINGS_MODULE="config.settings",
         VAR_DIR=str(tmp_path),
         DATABASE_URL="postgres://u@127.0.0.1:6432/db",
-        DATABASE_POOL_MODE="transaction",
+        JOBS_DATABASE_POOL_MODE="transaction",
         SECRET_KEY="a-test-key-" + "x" * 40,
     )
     result = subprocess.run(

@@ -3,6 +3,9 @@ GitHub's REST API (``tests/support/github.py``). Nothing reaches the internet.""
 
 from __future__ import annotations
 
+import gzip
+import json
+import tracemalloc
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,7 +13,7 @@ import pytest
 import jobs
 from tests.support.github import TOKEN, FakeGitHub
 from tests.support.job_states import wait_status
-from tests.support.servers import SilentServer
+from tests.support.servers import DrippingServer, SilentServer, gzip_bomb
 from workspaces.errors import ProviderAnswerInvalid, ProviderRefused, ProviderUnavailable
 from workspaces.models import PullRequest, ReviewCapsule
 from workspaces.providers import code_host, use_code_host
@@ -155,6 +158,51 @@ def test_http__an_answer_over_the_size_limit_is_not_read(github, host, repositor
         sync_pull_requests(repository.pk)
 
 
+def test_http__a_compressed_answer_is_measured_as_it_is_decoded_and_stopped_at_the_limit(
+    github, host, repository, settings
+):
+    settings.HTTP_MAX_RESPONSE_BYTES = 1024 * 1024
+    bomb = gzip_bomb(200 * 1024 * 1024)  # 200 MB of zeros, gzipped twice: a few kilobytes
+    assert len(bomb) < 10_000
+    github.trouble.append((200, {"Content-Encoding": "gzip, gzip"}, bomb))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProviderAnswerInvalid, match="more than 1,048,576 bytes"):
+            sync_pull_requests(repository.pk)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 1024 * 1024  # a few pieces of the answer, never the whole of it
+
+
+def test_http__an_answer_in_an_encoding_the_client_cannot_read_is_a_clear_failure(github, host, repository):
+    github.trouble.append((200, {"Content-Encoding": "br"}, b"\x1b\x03\x00"))
+    with pytest.raises(ProviderAnswerInvalid, match="encoding this client does not read"):
+        sync_pull_requests(repository.pk)
+
+
+def test_http__a_gzipped_answer_within_the_limit_is_read(github, host, repository):
+    pull = github.add_pull(1, updated_at=_day(2))
+    github.trouble.append((200, {"Content-Encoding": "gzip"}, gzip.compress(json.dumps([pull]).encode())))
+    sync_pull_requests(repository.pk)
+    assert list(PullRequest.objects.filter(repository=repository).values_list("number", flat=True)) == [1]
+
+
+def test_http__a_host_dripping_its_answer_is_stopped_at_the_deadline(settings):
+    settings.HTTP_TIMEOUT = 5  # each byte arrives well within it
+    settings.HTTP_DEADLINE = 1
+    server = DrippingServer(interval=0.05)
+    try:
+        with (
+            HttpClient(base_url=server.url, subject="repository acme/api", host_name="GitHub") as client,
+            pytest.raises(ProviderUnavailable, match="in whole within 1s \\(HTTP_DEADLINE\\)"),
+        ):
+            client.get("pulls")
+        assert server.accepted
+    finally:
+        server.close()
+
+
 def test_http__a_next_page_on_another_host_is_refused(github, host, repository):
     github.trouble.append((200, {"Link": '<https://elsewhere.example/steal>; rel="next"'}, b"[]"))
     with pytest.raises(ProviderAnswerInvalid, match="another host"):
@@ -184,6 +232,36 @@ def test_rate_limited_until__reads_retry_after_as_seconds_or_a_date_and_ignores_
     assert rate_limited_until(429, {}, now) == now + timedelta(seconds=60)
     assert rate_limited_until(403, {"x-ratelimit-remaining": "12"}, now) is None  # a plain 403
     assert rate_limited_until(500, {"retry-after": "30"}, now) is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"retry-after": "²"},
+        {"retry-after": "99999999999999999999999999"},
+        {"retry-after": "Sun, 01 Mar 99999 12:05:00 GMT"},
+        {"retry-after": "Sun, 01 Mar 2026 25:99:00 GMT"},
+        {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "999999999999999"},
+        {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "²"},
+    ],
+)
+def test_rate_limited_until__a_header_that_is_not_a_time_still_gives_a_wait_within_six_hours(headers):
+    now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    until = rate_limited_until(429, headers, now)
+    assert until is not None and now <= until <= now + timedelta(hours=6)
+
+
+def test_http__rate_limit_headers_that_are_not_times_still_reschedule_within_six_hours(
+    github, host, repository
+):
+    github.trouble.append((429, {"Retry-After": "²"}, b"{}"))
+    github.trouble.append(
+        (403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "999999999999999"}, b"{}")
+    )
+    for _ in range(2):
+        with pytest.raises(jobs.RetryLater) as wait:
+            sync_pull_requests(repository.pk)
+        assert datetime.now(UTC) <= wait.value.at <= datetime.now(UTC) + timedelta(hours=6)
 
 
 def test_checks_sync__records_check_runs_statuses_and_latest_approvals(github, host, repository):

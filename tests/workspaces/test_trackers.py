@@ -416,6 +416,22 @@ def test_monday__errors_inside_the_answer_read_like_http_statuses(answer, raised
         assert caught.value.at == datetime(2026, 3, 2, 0, 0, 5, tzinfo=UTC)
 
 
+@pytest.mark.parametrize("seconds", [3e9, 10**30, float("inf"), float("nan")])
+def test_monday__a_retry_in_seconds_no_clock_holds_is_still_a_wait_within_six_hours(seconds):
+    now = datetime(2026, 3, 1, 22, 0, tzinfo=UTC)
+    answer = {
+        "errors": [
+            {
+                "message": "Budget",
+                "extensions": {"code": "COMPLEXITY_BUDGET_EXHAUSTED", "retry_in_seconds": seconds},
+            }
+        ]
+    }
+    with pytest.raises(RetryLater) as caught:
+        check_errors(answer, "connection #1", now=now)
+    assert now < caught.value.at <= now + timedelta(hours=6)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["jira", "clickup", "monday"])
 def test_sync__a_provider_that_never_answers_times_out_as_a_retryable_failure(kind, settings):

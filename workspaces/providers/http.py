@@ -10,7 +10,8 @@ What an answer means for the job that asked, the same for every provider:
 | 5xx, a timeout, a connection that fails | ``ProviderUnavailable``: a failed try, retried after the job's backoff |
 | 401, 403 | ``ProviderRefused`` naming the subject (repository, connection): fails at once |
 | another 4xx | ``ProviderRefused`` with the host's message: fails at once |
-| JSON that does not parse, an answer over ``HTTP_MAX_RESPONSE_BYTES`` | ``ProviderAnswerInvalid``: a failed try with a clear message |
+| JSON that does not parse, an answer over ``HTTP_MAX_RESPONSE_BYTES`` (counted once decoded) | ``ProviderAnswerInvalid``: a failed try with a clear message |
+| an answer that has not arrived whole ``HTTP_DEADLINE`` seconds after the request left | ``ProviderUnavailable``, like a timeout |
 
 Pages are followed through ``Link: <…>; rel="next"`` headers, only to the host the client
 was made for (a credential is never sent elsewhere), and at most ``max_pages`` of them.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,12 +36,14 @@ import httpx
 from django.conf import settings
 
 from jobs import RetryLater
+from language_models.transport import AnswerTooLarge, BoundedTransport, DeadlinePassed
 from workspaces.errors import ProviderAnswerInvalid, ProviderRefused, ProviderUnavailable
 
 logger = logging.getLogger("workspaces.http")
 
 # Waiting longer than this for a rate limit is not waiting but a configuration problem.
 MAX_WAIT = timedelta(hours=6)
+ASCII_DIGITS = re.compile(r"[0-9]{1,30}")
 
 
 @dataclass(frozen=True)
@@ -78,10 +82,12 @@ class HttpClient:
     secrets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        self._limit = self.max_bytes or settings.HTTP_MAX_RESPONSE_BYTES
         self._client = httpx.Client(
             headers=dict(self.headers),
             timeout=self.timeout or settings.HTTP_TIMEOUT,
-            transport=self.transport,
+            # A total deadline per call, and the answer counted as it is decoded.
+            transport=BoundedTransport(settings.HTTP_DEADLINE, self._limit, inner=self.transport),
             follow_redirects=False,  # a redirect could carry the credential to another host
         )
         self._origin = _origin(self.base_url)
@@ -124,6 +130,17 @@ class HttpClient:
         try:
             with self._client.stream(method, url, params=params, headers=headers, json=json) as response:
                 body = self._read(response)
+        except AnswerTooLarge:
+            raise ProviderAnswerInvalid(self._too_large(self._limit)) from None
+        except httpx.DecodingError as exc:
+            raise ProviderAnswerInvalid(
+                f"{self.host_name} answered {self.subject} with an answer that cannot be read: {exc}"
+            ) from None
+        except DeadlinePassed:
+            raise ProviderUnavailable(
+                f"{self.host_name} did not answer {self.subject} in whole within "
+                f"{settings.HTTP_DEADLINE:g}s (HTTP_DEADLINE)."
+            ) from None
         except httpx.TimeoutException:
             raise ProviderUnavailable(
                 f"{self.host_name} did not answer within {self._client.timeout.read}s for {self.subject}."
@@ -158,17 +175,8 @@ class HttpClient:
             )
 
     def _read(self, response: httpx.Response) -> bytes:
-        limit = self.max_bytes or settings.HTTP_MAX_RESPONSE_BYTES
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise ProviderAnswerInvalid(self._too_large(limit))
-        chunks, size = [], 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise ProviderAnswerInvalid(self._too_large(limit))
-            chunks.append(chunk)
-        return b"".join(chunks)
+        # The transport stops the answer past the limit, counted after decoding.
+        return b"".join(response.iter_bytes())
 
     def _too_large(self, limit: int) -> str:
         return f"{self.host_name} answered {self.subject} with more than {limit:,} bytes (HTTP_MAX_RESPONSE_BYTES)."
@@ -216,27 +224,44 @@ def rate_limited_until(
 
     GitHub: a 403 or 429 with ``X-RateLimit-Remaining: 0`` waits for ``X-RateLimit-Reset``
     (epoch seconds); a secondary limit sends ``Retry-After`` (seconds or an HTTP date).
+    Whatever the headers hold (``²``, an epoch in the year 30,000, a date that is not one),
+    the answer is a time within ``MAX_WAIT``, never an exception.
     """
     now = now or datetime.now(UTC)
     if status not in (403, 429):
         return None
     retry_after = headers.get("retry-after", "").strip()
-    until: datetime | None = None
-    if retry_after.isdigit():
-        until = now + timedelta(seconds=int(retry_after))
-    elif retry_after:
-        try:
-            parsed = email.utils.parsedate_to_datetime(retry_after)
-        except (TypeError, ValueError):
-            parsed = None
-        until = parsed if parsed and parsed.tzinfo else now + timedelta(seconds=60)
-    elif headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset", "").isdigit():
-        until = datetime.fromtimestamp(int(headers["x-ratelimit-reset"]), UTC) + timedelta(seconds=1)
+    reset = headers.get("x-ratelimit-reset", "").strip()
+    latest = now + MAX_WAIT
+    if retry_after:
+        seconds = _seconds(retry_after)
+        until = now + timedelta(seconds=seconds) if seconds is not None else _http_date(retry_after)
+        until = until or now + timedelta(seconds=60)
+    elif headers.get("x-ratelimit-remaining", "").strip() == "0" and ASCII_DIGITS.fullmatch(reset):
+        epoch = min(int(reset), int(latest.timestamp()))  # the year 30,000 is not a datetime
+        until = datetime.fromtimestamp(epoch, UTC) + timedelta(seconds=1)
     elif status == 429:
         until = now + timedelta(seconds=60)  # rate-limited without saying until when
-    if until is None:
+    else:
         return None
-    return min(max(until, now), now + MAX_WAIT)
+    return min(max(until, now), latest)
+
+
+def _seconds(value: str) -> float | None:
+    """A delay in seconds written in ASCII digits (``"²".isdigit()`` is true, ``int("²")``
+    fails), at most ``MAX_WAIT``; None for anything else."""
+    if not ASCII_DIGITS.fullmatch(value):
+        return None
+    return min(float(value), MAX_WAIT.total_seconds())
+
+
+def _http_date(value: str) -> datetime | None:
+    """An HTTP date with its time zone; None when ``value`` is not one."""
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return parsed if parsed is not None and parsed.tzinfo is not None else None
 
 
 def _origin(url: str) -> tuple[str, str]:

@@ -29,7 +29,7 @@ from jobs import RetryLater
 from workspaces.errors import ProviderAnswerInvalid, ProviderRefused
 from workspaces.models import WorkConnection
 from workspaces.providers.base import WorkItemData
-from workspaces.providers.http import HttpClient
+from workspaces.providers.http import MAX_WAIT, HttpClient
 from workspaces.providers.trackers import required, subject, token
 
 API_URL = "https://api.monday.com/v2"
@@ -154,7 +154,8 @@ def _resume_at(code: str, extensions: dict[str, Any], message: str, now: datetim
     if not isinstance(seconds, int | float):
         match = RESET_IN.search(message)
         seconds = int(match.group(1)) if match else 60
-    return now + timedelta(seconds=max(1, float(seconds)))
+    # Any number (3e9, 1e30, JSON's Infinity) is a wait of at most MAX_WAIT.
+    return now + min(timedelta(seconds=min(max(1.0, float(seconds)), 1e9)), MAX_WAIT)
 
 
 def _item(item: Any, connection: WorkConnection) -> WorkItemData:

@@ -225,7 +225,13 @@ def ingest_repository(repository_id: int, progress: Progress = no_progress) -> R
                 checkout = git.fetch(
                     repository.url,
                     working_folder(repository),
-                    git.Limits(timeout=settings.GIT_TIMEOUT, max_bytes=settings.REPOSITORY_MAX_BYTES),
+                    git.Limits(
+                        timeout=settings.GIT_TIMEOUT,
+                        max_bytes=settings.REPOSITORY_MAX_BYTES,
+                        max_entries=settings.REPOSITORY_MAX_ENTRIES,
+                        max_output=settings.GIT_MAX_OUTPUT_BYTES,
+                        max_memory=settings.GIT_MAX_MEMORY_BYTES,
+                    ),
                     credential=credentials.decrypt(repository.credential) if repository.credential else "",
                 )
             except WorkspaceError as exc:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs import registry
+from jobs.conf import jobs_settings
 from jobs.worker.supervisor import Supervisor, WorkerOptions
 
 
@@ -68,10 +68,10 @@ class Command(BaseCommand):
             shutdown_timeout=(
                 options["shutdown_timeout"]
                 if options["shutdown_timeout"] is not None
-                else settings.JOBS_SHUTDOWN_TIMEOUT
+                else jobs_settings.SHUTDOWN_TIMEOUT
             ),
-            poll_interval=options["poll_interval"] or settings.JOBS_POLL_INTERVAL,
-            schedules=settings.JOBS_SCHEDULER and not options["no_schedules"],
+            poll_interval=options["poll_interval"] or jobs_settings.POLL_INTERVAL,
+            schedules=jobs_settings.SCHEDULER and not options["no_schedules"],
         )
         if options["name"]:
             worker_options.name = options["name"]
