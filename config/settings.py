@@ -412,6 +412,9 @@ WORK_TRACKER = env.choice("WORK_TRACKER", "stored", ("stored", "api"))
 # A sync lists everything (which is what finds deleted items) when the last full listing is
 # older than this many seconds; in between it asks only for what changed.
 WORK_SYNC_FULL_EVERY = env.integer("WORK_SYNC_FULL_EVERY", 3600, minimum=0)
+# A listing is written as it arrives and stops past this many items (a provider that pages
+# for ever, or a connection pointed at far more than one project or board).
+WORK_SYNC_MAX_ITEMS = env.integer("WORK_SYNC_MAX_ITEMS", 200_000, minimum=1)
 # Webhook secrets, each a comma-separated list (the current one first, then any being
 # retired): HMAC keys for GitHub (X-Hub-Signature-256), Jira admin webhooks (X-Hub-Signature)
 # and ClickUp (X-Signature: each ClickUp webhook has its own secret, list every one), and the

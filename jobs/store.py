@@ -27,11 +27,11 @@ from django.db.models.functions import Now
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
-from jobs import registry, validation
+from jobs import registry, retries, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.protocol import Batch, ClaimedJob
-from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition, UnknownJobType
+from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
 logger = logging.getLogger("jobs.store")
@@ -309,15 +309,11 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
         if job is None:
             logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
             return None
-        try:
-            job_type: registry.JobType | None = registry.lookup(job.type)
-        except UnknownJobType:
-            job_type = None
         now = timezone.now()
         job.error = failure.text
-        if failure.retryable and job_type is not None and job.attempts < job.max_attempts:
+        if retries.retried(job.attempts, job.max_attempts, retryable=failure.retryable):
             job.status = Status.QUEUED
-            job.run_at = now + timedelta(seconds=job_type.delay_after(job.attempts))
+            job.run_at = now + retries.backoff(job.type, job.attempts)
             job.heartbeat_at = None
         else:
             job.status = Status.FAILED
@@ -568,14 +564,14 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
         for job in jobs:
             worker = job.locked_by or ""
             lost = Failure("WorkerLost", f"Worker {worker} stopped answering.", retryable=True)
-            if job.attempts >= job.max_attempts:
+            if not retries.retried(job.attempts, job.max_attempts):
                 job.status, job.finished_at = Status.FAILED, now
                 job.error = job.message = BUDGET_EXHAUSTED
                 failed += 1
             else:
                 # After the type's backoff, as after any failed try: a job that kills its
                 # worker must not go straight on to kill the next one.
-                job.status, job.run_at = Status.QUEUED, now + _backoff(job)
+                job.status, job.run_at = Status.QUEUED, now + retries.backoff(job.type, job.attempts)
                 job.message = REQUEUED_AFTER_RESTART
                 job.locked_by = None
                 requeued += 1
@@ -599,15 +595,6 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
             "Reaper took back %d jobs (%d requeued, %d failed).", requeued + failed, requeued, failed
         )
     return ReapResult(requeued, failed)
-
-
-def _backoff(job: Job) -> timedelta:
-    """How long a job waits after its try number ``job.attempts`` was lost; none for a type
-    no longer declared (it fails at once when claimed)."""
-    try:
-        return timedelta(seconds=registry.get(job.type).delay_after(job.attempts))
-    except UnknownJobType:
-        return timedelta(0)
 
 
 def prune(older_than: timedelta | None = None, batch_size: int | None = None) -> int:

@@ -51,8 +51,9 @@ SUPERVISOR_ASYNC_COMMIT = "SET synchronous_commit TO off"
 # are read in order, so the cost does not grow with the backlog. The ids are gathered into
 # an array first (an InitPlan), so even the generic plan of the prepared statement reaches
 # the rows through the primary key rather than joining against the whole table. The
-# payload goes out as text: the child process parses it. RETURNING has no order of its
-# own, so the outer SELECT hands the batch out in claim order.
+# payload goes out as text: the child process parses it. Each row's queue goes out too: a
+# lane's fair share counts its running and buffered jobs by it. RETURNING has no order of
+# its own, so the outer SELECT hands the batch out in claim order.
 _CLAIM = """
 WITH claimed AS (
 UPDATE jobs_job

@@ -33,7 +33,7 @@ class ClaimedJob(NamedTuple):
     payload: str  # JSON text, parsed by the child process that runs it
     attempt: int
     max_attempts: int
-    queue: str = ""  # the row's queue, which the worker's lanes count by
+    queue: str  # the row's, which a lane's fair share counts by
 
 
 @dataclass(frozen=True)

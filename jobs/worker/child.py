@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING
 import django
 from django.db import transaction
 
-from jobs import registry
+from jobs import registry, retries
 from jobs.context import JobContext
-from jobs.errors import FencedOff, PermanentError, RetryLater, UnknownJobType
+from jobs.errors import FencedOff, RetryLater
 from jobs.worker import messages
 from jobs.worker.messages import (
     CURRENT,
@@ -86,9 +86,7 @@ def main(
         if isinstance(message, Stop):
             return
         _read_task_rows(message.jobs)
-        for index, (job_id, type_name, payload_text, attempt, max_attempts, _queue) in enumerate(
-            message.jobs
-        ):
+        for index, (job_id, type_name, payload_text, attempt, max_attempts, _) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
             reporter = functools.partial(progress.put, job_id, attempt)
@@ -193,15 +191,8 @@ def run(
         return wait
     except FencedOff:
         return Settled.FENCED_OFF
-    except (PermanentError, UnknownJobType) as exc:
-        return _failure(exc, retryable=False)
-    except TypeError as exc:
-        # Raised by the call itself (no deeper frame): the payload does not fit the
-        # handler's keywords, and will not fit next time either.
-        retryable = exc.__traceback__ is not None and exc.__traceback__.tb_next is not None
-        return _failure(exc, retryable=retryable)
     except BaseException as exc:  # noqa: BLE001 - anything a handler raises is a failed try
-        return _failure(exc, retryable=True)
+        return _failure(exc, retryable=retries.retryable(exc))
 
 
 def _failure(exc: BaseException, *, retryable: bool) -> Failure:
