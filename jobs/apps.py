@@ -2,6 +2,7 @@ from django.apps import AppConfig
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
+from django.tasks import task_backends
 from django.utils.module_loading import autodiscover_modules
 
 
@@ -18,6 +19,10 @@ class JobsConfig(AppConfig):
 
         connection_created.connect(_prepare_session, dispatch_uid="jobs.prepare_session")
         autodiscover_modules("tasks")
+        # The project's task backends, created now: an adapter among them (the engine's
+        # own, jobs.django_tasks) adds its resolver to the registry as it is created, so a
+        # worker finds its tasks and serves its queues without the engine importing it.
+        task_backends.all()
         from jobs.timetable import runs
 
         runs.declare_all()  # each timer's runs are a job type (declared once the tasks are)

@@ -16,9 +16,11 @@ from django.test import override_settings
 from django.utils import timezone
 
 import jobs
-from jobs import registry, retries, store, task_types
-from jobs.backends import DEFAULT_POLICY, JobsBackend
+from jobs import registry, retries, store
+from jobs.backends import JobsBackend
 from jobs.context import JobContext
+from jobs.django_tasks import types
+from jobs.django_tasks.backend import DEFAULT_POLICY
 from jobs.models import Job, Priority, Status
 from jobs.registry import DEFAULT_BACKOFF, DEFAULT_BACKOFF_CAP
 from jobs.store import Failure
@@ -330,9 +332,9 @@ def test_get_result__of_a_task_whose_path_no_longer_imports_says_why():
 
 def test_resolve__a_path_that_is_not_a_task_is_an_unknown_type():
     with pytest.raises(jobs.UnknownJobType, match="it names a function, not a django.tasks task"):
-        task_types.resolve("os.path.join")
+        types.resolve("os.path.join")
     with pytest.raises(jobs.UnknownJobType, match="not the module path"):
-        task_types.resolve("__main__.add")
+        types.resolve("__main__.add")
 
 
 @pytest.mark.parametrize(

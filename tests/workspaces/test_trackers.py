@@ -489,3 +489,33 @@ def test_sync__a_provider_that_never_answers_times_out_as_a_retryable_failure(ki
         assert server.accepted  # the request reached the server and waited there
     finally:
         server.close()
+
+
+# --- provider text the database cannot store as it is -------------------------------------------
+
+
+def test_sync__nul_characters_and_lone_surrogates_from_the_provider_are_stored_cleaned(board):
+    """One item holding ``\\u0000`` must not stop the sync of every other item."""
+    first, second = board.ids()[:2]
+    board.add(first, "Refunds\u0000 fail")
+    board.add(second, "Broken \ud800 text")
+
+    result = board.sync()
+
+    assert result.created == 2
+    titles = dict(board.connection.items.values_list("external_id", "title"))
+    assert titles == {first: "Refunds fail", second: "Broken \ufffd text"}
+    board.connection.refresh_from_db()
+    assert board.connection.last_error == ""
+
+
+def test_sync__a_failure_while_storing_the_items_is_recorded_on_the_connection(clickup):
+    """Not only the listing's failures: one the database raises is "Last error" too."""
+    clickup.add("t" * 300, "An id longer than any column")
+
+    with pytest.raises(Exception):  # noqa: B017 - whatever the database calls it
+        clickup.sync()
+
+    clickup.connection.refresh_from_db()
+    assert clickup.connection.last_error != "" and clickup.connection.last_error_at is not None
+    assert not clickup.connection.items.exists()

@@ -12,7 +12,7 @@ past ``WORK_SYNC_MAX_ITEMS``: only the ids seen are held, never the whole listin
 are marked, and the sync recorded, only once a listing has ended.
 
 The connection keeps what the last sync did: ``last_synced_at``, its counts, the items
-mirrored, and ``last_error`` (cleared by a sync that finishes).
+mirrored, and ``last_error`` (every failure of a sync, cleared by a sync that finishes).
 """
 
 from __future__ import annotations
@@ -28,14 +28,16 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from jobs import Job, RetryLater, enqueue
+from workspaces import job_types
 from workspaces.errors import NotReady, ProviderAnswerInvalid
 from workspaces.models import SourceItem, WorkConnection
 from workspaces.providers import WorkItemData, work_tracker
+from workspaces.providers.text import storable
 from workspaces.services import Progress, load, no_progress
 
 logger = logging.getLogger("workspaces.sync")
 
-SYNC_JOB = "workmanagement.sync"
+SYNC_JOB = job_types.SYNC_WORK_CONNECTION
 # An incremental sync asks from this long before the newest change the last one saw: the
 # provider's clock, its search index's lag and an item changed mid-listing all fit in it.
 OVERLAP = timedelta(minutes=5)
@@ -96,12 +98,15 @@ def sync_connection(
     )
     progress(10, f"Listing {'changes' if since else 'every item'} from {tracker.label}")
     listing = _Listing()
+    # Every way this sync can fail is recorded on the connection, the listing's and the
+    # database's alike: "Last error" is where an operator looks first.
     try:
         # Written a batch at a time as the pages arrive, each batch in a transaction of its
         # own: a provider call must not hold row locks, and a listing is never held whole.
         for batch in _batches(tracker.items(connection, updated_since=since), connection, listing):
             _write(connection, batch, listing, now)
             progress(min(90, 10 + len(listing.seen) // BATCH), f"{len(listing.seen):,} items listed")
+        result = _finish(connection, listing, full=since is None, now=now)
     except RetryLater as wait:
         # Not a failure (the job waits without using an attempt), but why nothing changed.
         _record_error(connection, f"Waiting: {wait.reason}")
@@ -109,7 +114,6 @@ def sync_connection(
     except Exception as exc:
         _record_error(connection, str(exc) or type(exc).__name__)
         raise
-    result = _finish(connection, listing, full=since is None, now=now)
     logger.info("Synced connection #%s: %s.", connection.pk, result.summary())
     progress(100, result.summary())
     return result
@@ -253,5 +257,5 @@ def _fields(data: WorkItemData) -> dict[str, object]:
 def _record_error(connection: WorkConnection, text: str) -> None:
     # Outside any transaction of the sync: the record stays whatever the job does next.
     WorkConnection.objects.filter(pk=connection.pk).update(
-        last_error=text[:2000], last_error_at=timezone.now()
+        last_error=storable(text)[:2000], last_error_at=timezone.now()
     )

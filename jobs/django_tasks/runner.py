@@ -1,6 +1,6 @@
 """Running one try of a ``django.tasks`` task in a worker's child process.
 
-The runner is the handler of the task's job type (``jobs.task_types``): the child calls it
+The runner is the handler of the task's job type (``jobs.django_tasks.types``): the child calls it
 like any handler, with the job's context and payload (``args``, ``kwargs``), and gets back
 the task's return value as JSON text, which travels to the supervisor and is stored with
 the acknowledgement. A task returning None sends nothing: it is acknowledged like a job.
@@ -35,12 +35,13 @@ from django.tasks.signals import task_finished, task_started
 from django.utils import timezone
 from django.utils.json import normalize_json
 
-from jobs import retries, task_results
+from jobs import retries
+from jobs.django_tasks import results as task_results
 from jobs.errors import InvalidTaskArguments, permanent
 
 if TYPE_CHECKING:
-    from jobs.backends import JobsBackend
     from jobs.context import JobContext
+    from jobs.django_tasks.backend import JobsBackend
 
 _loop: asyncio.AbstractEventLoop | None = None
 
