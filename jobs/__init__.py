@@ -100,6 +100,8 @@ __all__ = [
     "TimerCommand",
     "UnknownJobType",
     "active_job",
+    "admin_list_url",
+    "admin_url",
     "cancel",
     "cancel_if_queued",
     "dismiss",
@@ -318,6 +320,24 @@ def run_timer_now(timer: str, *, by: str = "") -> Job:
 
 
 # --- the admin page -------------------------------------------------------------------------
+
+
+def admin_url(job: Job | int) -> str:
+    """The address of a job's page in the admin (a ``Job`` or its id)."""
+    from django.urls import reverse
+
+    return reverse("admin:platform_job_change", args=[job if isinstance(job, int) else job.pk])
+
+
+def admin_list_url(**filters: str) -> str:
+    """The address of the "Background jobs" page filtered by ``filters`` (``type``,
+    ``status``, ``queue``, ``q``), e.g. ``admin_list_url(type="email.process", status="queued")``."""
+    from urllib.parse import urlencode
+
+    from django.urls import reverse
+
+    url = reverse("admin:platform_job_changelist")
+    return f"{url}?{urlencode(filters)}" if filters else url
 
 
 def register_admin_link(key: str, label: str, *, url_name: str = "", **filters: str) -> None:

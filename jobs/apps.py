@@ -3,6 +3,7 @@ from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
+from django.tasks import task_backends
 from django.utils.module_loading import autodiscover_modules
 
 from jobs import sql
@@ -21,6 +22,10 @@ class JobsConfig(AppConfig):
 
         connection_created.connect(_mariadb_speaks_utc, dispatch_uid="jobs.mariadb_utc")
         autodiscover_modules("tasks")
+        # The project's task backends, created now: an adapter among them (the engine's
+        # own, jobs.django_tasks) adds its resolver to the registry as it is created, so a
+        # worker finds its tasks and serves its queues without the engine importing it.
+        task_backends.all()
         from jobs.timetable import runs
 
         runs.declare_all()  # each timer's runs are a job type (declared once the tasks are)

@@ -20,7 +20,10 @@ class JobContext:
 
     @property
     def is_last_attempt(self) -> bool:
-        return self.attempt >= self.max_attempts
+        """Is this try the last one, should it fail? (``jobs.retries``, the engine's rule.)"""
+        from jobs import retries  # the rule reads the registry, and so the models
+
+        return not retries.retried(self.attempt, self.max_attempts)
 
     def progress(self, percent: float, message: str = "") -> None:
         """Report how far the job is, as often as you like; the admin page shows it live.

@@ -18,7 +18,7 @@ from jobs import registry, store, validation
 from jobs.context import JobContext
 from jobs.keys import KeyTemplate
 from jobs.models import Job
-from jobs.registry import DEFAULT_BACKOFF, DEFAULT_BACKOFF_CAP, JobType
+from jobs.registry import JobType
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,13 @@ def _not_declared_yet(ctx: JobContext, **payload: Any) -> None:
 def job(
     name: str,
     *,
-    queue: str = "default",
-    attempts: int = 3,
-    backoff: tuple[float, ...] = DEFAULT_BACKOFF,
-    backoff_cap: float = DEFAULT_BACKOFF_CAP,
-    timeout: float | None = None,
-    priority: str = "normal",
+    # The registry's defaults (JobType's fields), the one place they are written.
+    queue: str = JobType.queue,
+    attempts: int = JobType.attempts,
+    backoff: tuple[float, ...] = JobType.backoff,
+    backoff_cap: float = JobType.backoff_cap,
+    timeout: float | None = JobType.timeout,
+    priority: str = JobType.priority,
     dedupe: str | None = None,
     atomic: bool = False,
 ) -> Callable[[Callable[..., Any]], JobFunction]:

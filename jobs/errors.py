@@ -82,6 +82,13 @@ class InvalidTransition(JobError):
     """The job is not in a state that allows this action."""
 
 
+def permanent(exc: BaseException) -> BaseException:
+    """Mark ``exc`` as one another try cannot fix, without changing its class: an adapter
+    records the exception its framework expects (``jobs.retries`` reads the mark)."""
+    exc._jobs_permanent = True  # type: ignore[attr-defined]
+    return exc
+
+
 class FencedOff(JobError):
     """This try no longer holds the job (the reaper took it back): its result is not written."""
 
@@ -94,7 +101,10 @@ class InvalidTaskArguments(PermanentError, TypeError):
 
 
 class InvalidReturnValue(PermanentError, TypeError):
-    """The task returned a value that is not JSON-serialisable, so it cannot be stored."""
+    """The task returned a value that is not JSON-serialisable, so it cannot be stored.
+
+    What results recorded before such a failure was recorded as the serializer's
+    ``TypeError`` (as Django's own backends record it); kept so that they still read."""
 
 
 class TaskCancelled(JobError):

@@ -4,21 +4,26 @@ when enqueued and when run.
 
 Types are declared with ``@job`` (``jobs.declare``) in each installed app's ``tasks``
 module, imported at start-up (``JobsConfig.ready``) the way ``admin.py`` is, so an app adds
-job types without touching the engine. ``django.tasks`` tasks are not declared here: a
-worker finds one by its module path (``lookup``, ``jobs.task_types``).
+job types without touching the engine. Types that are not declared here come from the
+resolvers an adapter adds (``add_resolver``): the ``django.tasks`` adapter
+(``jobs.django_tasks``) adds one that finds a task by its module path. The registry never
+imports an adapter.
+
+The defaults of every job type (queue, attempts, backoff and its cap, timeout, priority)
+are the ``JobType`` fields' below, and nowhere else. This module imports no model, so an
+adapter may register with it before the app registry is ready.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
 from jobs.errors import InvalidJobOption, UnknownJobType
 from jobs.keys import KeyTemplate
-from jobs.models import Priority
 
 DEFAULT_BACKOFF = (30, 120, 480)
 DEFAULT_BACKOFF_CAP = 1800
@@ -38,14 +43,19 @@ class JobType:
     # The handler and the job's completion in one database transaction (jobs.worker.child).
     atomic: bool = False
     # The handler returns its result as JSON text, to be stored on the row (a django.tasks
-    # task: ``jobs.task_types``); a job handler's return value is ignored.
+    # task: ``jobs.django_tasks``); a job handler's return value is ignored.
     keeps_result: bool = False
+    # Called in a worker's child with the ids of a batch's jobs of this type before they
+    # run, to read in one go what each try needs (a task's row); a failure is only logged.
+    read_ahead: Callable[[list[int]], None] | None = None
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
             raise ImproperlyConfigured(f"Job type {self.name!r}: attempts must be at least 1.")
         if not self.backoff or any(step < 0 for step in self.backoff):
             raise ImproperlyConfigured(f"Job type {self.name!r}: backoff must be non-negative seconds.")
+        from jobs.models import Priority  # not at the top: see the module's docstring
+
         Priority.named(self.priority)
 
     def delay_after(self, attempt: int) -> float:
@@ -110,27 +120,67 @@ def declared(name: str) -> bool:
     return name in _registry
 
 
-def lookup(name: str) -> JobType:
-    """The type of a job row, as a worker finds it: a declared type, or else a
-    ``django.tasks`` task, named by its module path, enqueued through ``jobs.backends``.
+class Resolver(Protocol):
+    """Finds job types that no ``@job`` declares (an adapter's: a ``django.tasks`` task)."""
 
-    Raises UnknownJobType when it is neither (a path that no longer imports, say).
+    def resolve(self, name: str) -> JobType:
+        """The type named ``name``; ``UnknownJobType``, saying why, when it is not one."""
+        ...
+
+    def queues(self) -> set[str]:
+        """The queues of its types, which workers serve by default."""
+        ...
+
+    def names(self) -> list[str]:
+        """The names of its types this process knows of (the admin's type filter)."""
+        ...
+
+
+_resolvers: list[Resolver] = []
+
+
+def add_resolver(resolver: Resolver) -> None:
+    """Let ``lookup`` and ``queues`` ask ``resolver`` too (once, however often added)."""
+    if resolver not in _resolvers:
+        _resolvers.append(resolver)
+
+
+def lookup(name: str) -> JobType:
+    """The type of a job row, as a worker finds it: a declared type, or else the first
+    resolver's that knows it (say a ``django.tasks`` task, named by its module path).
+
+    Raises UnknownJobType when none does, with the first resolver's reason (a path that no
+    longer imports, say).
     """
     try:
         return _registry[name]
     except KeyError:
-        from jobs import task_types  # imports django.tasks only where tasks are run
-
-        return task_types.resolve(name)
+        pass
+    refused: UnknownJobType | None = None
+    for resolver in _resolvers:
+        try:
+            return resolver.resolve(name)
+        except UnknownJobType as exc:
+            refused = refused or exc
+    if refused is not None:
+        raise refused
+    return get(name)  # raises, naming the declarations
 
 
 def all_types() -> list[JobType]:
     return sorted(_registry.values(), key=lambda job_type: job_type.name)
 
 
-def queues() -> list[str]:
-    """Every queue a worker serves by default: the declared types' and the ``QUEUES`` of
-    each ``jobs.backends.JobsBackend`` in ``TASKS``."""
-    from jobs import task_types
+def names() -> list[str]:
+    """The declared types' names, then those the resolvers know of (each list sorted)."""
+    resolved = {name for resolver in _resolvers for name in resolver.names()} - set(_registry)
+    return sorted(_registry) + sorted(resolved)
 
-    return sorted({job_type.queue for job_type in _registry.values()} | task_types.queues())
+
+def queues() -> list[str]:
+    """Every queue a worker serves by default: the declared types' and the resolvers'
+    (the ``QUEUES`` of each ``jobs.backends.JobsBackend`` in ``TASKS``)."""
+    found = {job_type.queue for job_type in _registry.values()}
+    for resolver in _resolvers:
+        found |= resolver.queues()
+    return sorted(found)

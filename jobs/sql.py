@@ -29,8 +29,9 @@ SUPERVISOR_ASYNC_COMMIT = "SET synchronous_commit TO off"
 # are read in order, so the cost does not grow with the backlog. The ids are gathered into
 # an array first (an InitPlan), so even the generic plan of the prepared statement reaches
 # the rows through the primary key rather than joining against the whole table. The
-# payload goes out as text: the child process parses it. RETURNING has no order of its
-# own, so the outer SELECT hands the batch out in claim order.
+# payload goes out as text: the child process parses it. Each row's queue goes out too: a
+# lane's fair share counts its running and buffered jobs by it. RETURNING has no order of
+# its own, so the outer SELECT hands the batch out in claim order.
 _CLAIM = """
 WITH claimed AS (
 UPDATE jobs_job
@@ -43,9 +44,9 @@ UPDATE jobs_job
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED))
-RETURNING id, type, payload::text AS payload, attempts, max_attempts, priority, run_at
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, priority, run_at
 )
-SELECT id, type, payload, attempts, max_attempts FROM claimed ORDER BY priority, run_at, id
+SELECT id, type, payload, attempts, max_attempts, queue FROM claimed ORDER BY priority, run_at, id
 """
 CLAIM_ONE_QUEUE = _CLAIM.format(queue_condition="queue = %(queue)s")
 CLAIM_QUEUES = _CLAIM.format(queue_condition="queue = ANY(%(queues)s::varchar[])")
@@ -272,7 +273,7 @@ UPDATE jobs_job
  WHERE id IN ({ids})
 """
 MARIADB_CLAIMED_ROWS = """
-SELECT id, type, payload, attempts, max_attempts FROM jobs_job
+SELECT id, type, payload, attempts, max_attempts, queue FROM jobs_job
  WHERE id IN ({ids})
  ORDER BY priority, run_at, id
 """

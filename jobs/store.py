@@ -26,9 +26,9 @@ from django.db.models.functions import Now
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
-from jobs import registry, sql, validation
+from jobs import registry, retries, sql, validation
 from jobs.conf import jobs_settings
-from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition, UnknownJobType
+from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
 logger = logging.getLogger("jobs.store")
@@ -49,6 +49,7 @@ class ClaimedJob(NamedTuple):
     payload: str  # JSON text, parsed by the child process that runs it
     attempt: int
     max_attempts: int
+    queue: str  # the row's, which a lane's fair share counts by
 
 
 @dataclass(frozen=True)
@@ -340,7 +341,7 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         )
         claimed = Job.objects.filter(id__in=ids).order_by("priority", "run_at", "id")
         return [
-            ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts)
+            ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts, job.queue)
             for job in claimed
         ]
 
@@ -363,7 +364,9 @@ def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
             progress=None,
             progress_message="",
         )
-    return ClaimedJob(job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts)
+    return ClaimedJob(
+        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue
+    )
 
 
 def _claim_mariadb(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
@@ -498,15 +501,11 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
         if job is None:
             logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
             return None
-        try:
-            job_type: registry.JobType | None = registry.lookup(job.type)
-        except UnknownJobType:
-            job_type = None
         now = timezone.now()
         job.error = failure.text
-        if failure.retryable and job_type is not None and job.attempts < job.max_attempts:
+        if retries.retried(job.attempts, job.max_attempts, retryable=failure.retryable):
             job.status = Status.QUEUED
-            job.run_at = now + timedelta(seconds=job_type.delay_after(job.attempts))
+            job.run_at = now + retries.backoff(job.type, job.attempts)
             job.heartbeat_at = None
         else:
             job.status = Status.FAILED
@@ -757,14 +756,14 @@ def _take_back(running) -> ReapResult:
         for job in jobs:
             worker = job.locked_by or ""
             lost = Failure("WorkerLost", f"Worker {worker} stopped answering.", retryable=True)
-            if job.attempts >= job.max_attempts:
+            if not retries.retried(job.attempts, job.max_attempts):
                 job.status, job.finished_at = Status.FAILED, now
                 job.error = job.message = BUDGET_EXHAUSTED
                 failed += 1
             else:
                 # After the type's backoff, as after any failed try: a job that kills its
                 # worker must not go straight on to kill the next one.
-                job.status, job.run_at = Status.QUEUED, now + _backoff(job)
+                job.status, job.run_at = Status.QUEUED, now + retries.backoff(job.type, job.attempts)
                 job.message = REQUEUED_AFTER_RESTART
                 job.locked_by = None
                 requeued += 1
@@ -788,15 +787,6 @@ def _take_back(running) -> ReapResult:
             "Reaper took back %d jobs (%d requeued, %d failed).", requeued + failed, requeued, failed
         )
     return ReapResult(requeued, failed)
-
-
-def _backoff(job: Job) -> timedelta:
-    """How long a job waits after its try number ``job.attempts`` was lost; none for a type
-    no longer declared (it fails at once when claimed)."""
-    try:
-        return timedelta(seconds=registry.get(job.type).delay_after(job.attempts))
-    except UnknownJobType:
-        return timedelta(0)
 
 
 def prune(older_than: timedelta | None = None, batch_size: int | None = None) -> int:

@@ -48,7 +48,7 @@ def batch_limit() -> int:
 def embed(texts: list[str], *, query: bool = False) -> list[list[float]]:
     model_id = settings.EMBEDDING_MODEL
     if is_cohere(model_id):
-        body = {
+        body: dict[str, Any] = {
             "texts": texts,
             "input_type": "search_query" if query else "search_document",
             "truncate": "END",

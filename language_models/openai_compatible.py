@@ -13,7 +13,7 @@ retries, with its backoff.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -42,8 +42,14 @@ def _client(base_url: str, api_key: str, timeout: float, max_bytes: int) -> Any:
 
     # MODEL_TIMEOUT is the whole call's deadline, and the answer is counted once decoded.
     http_client = httpx.Client(transport=BoundedTransport(timeout, max_bytes), timeout=timeout)
+    # The client takes an httpx.Client as well as its own httpx2 one, but its hints name only
+    # httpx2's: the transport that bounds a whole request is httpx's.
     return OpenAI(
-        base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=0, http_client=http_client
+        base_url=base_url,
+        api_key=api_key or NO_KEY,
+        timeout=timeout,
+        max_retries=0,
+        http_client=cast(Any, http_client),
     )
 
 

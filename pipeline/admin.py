@@ -340,7 +340,7 @@ class EmailMessageAdmin(MeaningSearchMixin, RecordJobsMixin, admin.ModelAdmin):
             job = reprocess(email)
             self.log_change(request, email, f"Reprocess: queued {job.type} job #{job.pk}")
             queued += 1
-        listing = reverse("admin:platform_job_changelist") + f"?type={PROCESS_JOB}&status=queued"
+        listing = jobs.admin_list_url(type=PROCESS_JOB, status="queued")
         self.message_user(
             request,
             format_html('Queued {} email(s) for processing: <a href="{}">their jobs</a>.', queued, listing),
@@ -355,7 +355,7 @@ def _more(count: int, what: str) -> str:
 def _job_link(job: Job | int) -> str:
     job_id = job if isinstance(job, int) else job.pk
     try:
-        url = reverse("admin:platform_job_change", args=[job_id])
+        url = jobs.admin_url(job_id)
     except NoReverseMatch:
         return f"#{job_id}"
     return format_html('<a href="{}">#{}</a>', url, job_id)

@@ -9,7 +9,7 @@ word matches.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import admin, messages
@@ -26,6 +26,9 @@ import jobs
 from pipeline import search, semantic
 from pipeline.errors import IndexRefused, VectorIndexUnavailable
 from pipeline.models import EmailMessage, ErrorLogEntry, PipelineRun, VectorRecord
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 UNREACHABLE = (VectorIndexUnavailable, IndexRefused)
 PARTIAL_ROWS = 50
@@ -76,7 +79,7 @@ class MeaningSearchMixin:
     scoring under ``SEARCH_MEANING_CUTOFF`` of the best one), merged;
     rows matching both first, then by closeness of meaning, each row saying why it matched."""
 
-    search_help_text = (
+    search_help_text: StrOrPromise | None = (
         "Finds emails by their words (subject, sender, Message-ID, full text) and by meaning "
         "(the nearest emails to what you type, in any wording)."
     )
@@ -95,9 +98,9 @@ class MeaningSearchMixin:
             floor = max(0.0, hits[0].score * settings.SEARCH_MEANING_CUTOFF) if hits else 0.0
             scores = {hit.email.pk: hit.score for hit in hits if hit.score > floor}
         except UNREACHABLE as exc:
-            self.message_user(
+            self.message_user(  # type: ignore[attr-defined]
                 request, f"Search by meaning is not available now, only by words: {exc}", messages.WARNING
-            )  # type: ignore[attr-defined]
+            )
         score = Case(
             *(When(pk=pk, then=Value(value)) for pk, value in scores.items()),
             default=Value(0.0),
@@ -210,4 +213,4 @@ def _why_partial(email: EmailMessage) -> dict[str, Any]:
 
 
 def _job_url(job: jobs.Job | None) -> str:
-    return reverse("admin:platform_job_change", args=[job.pk]) if job is not None else ""
+    return jobs.admin_url(job) if job is not None else ""

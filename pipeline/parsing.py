@@ -288,7 +288,8 @@ def _attachment_parts(msg: Message, body_part: Message | None) -> list[Message]:
             alternative = part.get_content_type() == "multipart/alternative"
             payload = part.get_payload()
             for child in payload if isinstance(payload, list) else []:
-                visit(child, in_alternative or alternative)
+                if isinstance(child, Message):
+                    visit(child, in_alternative or alternative)
             return
         if part is body_part:
             return

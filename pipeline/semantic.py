@@ -9,10 +9,9 @@ what another try cannot fix (a bad model name, an input refused) is ``IndexRefus
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from email.utils import parseaddr
-from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -54,7 +53,7 @@ def write_vectors(email: EmailMessage, text: str, labels: Sequence[str]) -> Vect
     record says so. VectorIndexUnavailable or IndexRefused when that fails."""
     current = model()
     pieces = chunking.chunks(text, settings.EMBEDDING_CHUNK_CHARS, settings.EMBEDDING_CHUNK_OVERLAP)
-    vectors = _embedded(lambda: embeddings.embed_documents(pieces)) if pieces else []
+    vectors: list[list[float]] = _embedded(lambda: embeddings.embed_documents(pieces)) if pieces else []
     payload = {
         "labels": [label for label in labels if isinstance(label, str)],
         "sender_domain": sender_domain(email.sender),
@@ -75,7 +74,7 @@ def write_vectors(email: EmailMessage, text: str, labels: Sequence[str]) -> Vect
     return record
 
 
-def _embedded[T](call: Any) -> T:
+def _embedded[T](call: Callable[[], T]) -> T:
     try:
         return call()
     except ModelRateLimited as exc:

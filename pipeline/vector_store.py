@@ -359,7 +359,7 @@ def _filter(filters: Filters) -> Any:
                 range=models.DatetimeRange(gte=filters.received_after, lt=filters.received_before),
             )
         )
-    must_not = []
+    must_not: list[Any] = []
     if filters.exclude_email_ids:
         must_not.append(
             models.FieldCondition(key="email_id", match=models.MatchAny(any=list(filters.exclude_email_ids)))

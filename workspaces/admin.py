@@ -16,20 +16,18 @@ only once retention has blanked its bodies.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.http import HttpRequest
-from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.views.decorators.debug import sensitive_post_parameters
 
-from jobs import Job, JobButton, RecordJobsMixin, enqueue, register_payload_link
-from workspaces import admin_display, credentials, models
+from jobs import Job, JobButton, RecordJobsMixin, admin_list_url, admin_url, enqueue, register_payload_link
+from workspaces import admin_display, credentials, job_types, models
 from workspaces.providers import code_host, work_tracker
 from workspaces.services import decisions, triggers
 from workspaces.services.work_items import WorkSyncResult, request_sync
@@ -53,14 +51,12 @@ def queued_message(type_name: str, queued: list[Job]) -> str:
     if len(queued) <= 5:
         links = format_html_join(", ", '<a href="{}">#{}</a>', ((_job_url(job), job.pk) for job in queued))
         return format_html("Queued {} {} job(s): {}.", len(queued), type_name, links)
-    listing = (
-        f"{reverse('admin:platform_job_changelist')}?{urlencode({'type': type_name, 'status': 'queued'})}"
-    )
+    listing = admin_list_url(type=type_name, status="queued")
     return format_html('Queued {} <a href="{}">{} jobs</a>.', len(queued), listing, type_name)
 
 
 def _job_url(job: Job) -> str:
-    return reverse("admin:platform_job_change", args=[job.pk])
+    return admin_url(job)
 
 
 class SystemTimestamps(admin.ModelAdmin):
@@ -122,7 +118,7 @@ class OrganizationAdmin(RecordJobsMixin, SystemTimestamps):
         _queue(
             self,
             request,
-            "retention.purge",
+            job_types.PURGE_RETAINED_BODIES,
             [{"organization_id": pk} for pk in queryset.values_list("pk", flat=True)],
         )
 
@@ -165,7 +161,7 @@ class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
         _queue(
             self,
             request,
-            "workspace.provision",
+            job_types.PROVISION_WORKSPACE,
             [{"workspace_id": pk} for pk in queryset.values_list("pk", flat=True)],
         )
 
@@ -174,7 +170,7 @@ class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
         _queue(
             self,
             request,
-            "decisions.mine",
+            job_types.MINE_DECISIONS,
             [{"workspace_id": pk} for pk in queryset.values_list("pk", flat=True)],
         )
 
@@ -277,20 +273,20 @@ class RepositoryAdmin(RecordJobsMixin, SystemTimestamps):
 
     @admin.action(description="Re-index", permissions=["change"])
     def reindex(self, request, queryset) -> None:
-        self._each(request, queryset, "repository.ingest")
+        self._each(request, queryset, job_types.INGEST_REPOSITORY)
 
     @admin.action(description="Analyse", permissions=["change"])
     def analyse(self, request, queryset) -> None:
-        self._each(request, queryset, "repository.analyse")
+        self._each(request, queryset, job_types.ANALYSE_REPOSITORY)
 
     @admin.action(description="Sync pull requests and checks", permissions=["change"])
     def sync_pull_requests(self, request, queryset) -> None:
-        self._each(request, queryset, "pullrequest.sync")
-        self._each(request, queryset, "checks.sync")
+        self._each(request, queryset, job_types.SYNC_PULL_REQUESTS)
+        self._each(request, queryset, job_types.SYNC_CHECKS)
 
     @admin.action(description="Build review capsules", permissions=["change"])
     def build_capsules(self, request, queryset) -> None:
-        self._each(request, queryset, "capsules.retrospective")
+        self._each(request, queryset, job_types.BUILD_CAPSULES)
 
 
 @admin.register(models.PullRequest)
@@ -519,7 +515,7 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         return format_html_join(
             ", ",
             '<a href="{}">#{}</a>',
-            ((reverse("admin:platform_job_change", args=[pk]), pk) for pk in delivery.job_ids),
+            ((admin_url(pk), pk) for pk in delivery.job_ids),
         )
 
     def has_add_permission(self, request) -> bool:
@@ -549,7 +545,7 @@ class AIArtifactAdmin(SystemWritten):
         "bodies_purged_at",
     ]
     list_filter = ["kind", "provider"]
-    fields = [
+    fields = readonly_fields = (
         "workspace",
         "repository",
         "pull_request",
@@ -563,8 +559,7 @@ class AIArtifactAdmin(SystemWritten):
         "prompt_text",
         "output_text",
         "data_block",
-    ]
-    readonly_fields = fields
+    )
 
     @admin.display(description="Written by", ordering="provider")
     def written_by(self, artifact: models.AIArtifact) -> str:
@@ -595,8 +590,15 @@ class DecisionAdmin(RecordJobsMixin, SystemTimestamps):
 
     list_display = ["title", "workspace", "status", "source", "proposed_by", "created_at"]
     list_filter = ["status"]
-    fields = ["workspace", "title", "status", "source", "proposed_by", "evidence_table", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "workspace",
+        "title",
+        "status",
+        "source",
+        "proposed_by",
+        "evidence_table",
+        "created_at",
+    )
     job_buttons = (
         JobButton("accept", "Accept", decisions.accept, shown=lambda d: d.status == d.Status.PROPOSED),
         JobButton("reject", "Reject", decisions.reject, shown=lambda d: d.status == d.Status.PROPOSED),
@@ -604,9 +606,10 @@ class DecisionAdmin(RecordJobsMixin, SystemTimestamps):
 
     @admin.display(description="Proposed by")
     def proposed_by(self, decision: models.Decision) -> str:
-        if decision.artifact_id is None:
+        artifact = decision.artifact
+        if artifact is None:
             return "The decision phrases in its evidence (no model)"
-        return f"{decision.artifact.model} ({decision.artifact.provider})"
+        return f"{artifact.model} ({artifact.provider})"
 
     @admin.display(description="Evidence")
     def evidence_table(self, decision: models.Decision):
@@ -630,8 +633,7 @@ class DecisionAdmin(RecordJobsMixin, SystemTimestamps):
 @admin.register(models.ReviewCapsule)
 class ReviewCapsuleAdmin(SystemWritten):
     list_display = ["pull_request", "created_at"]
-    fields = ["pull_request", "summary_text", "data_block", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("pull_request", "summary_text", "data_block", "created_at")
 
     @admin.display(description="Summary")
     def summary_text(self, capsule: models.ReviewCapsule):

@@ -323,6 +323,30 @@ class WebhookDelivery(models.Model):
         return f"{self.get_provider_display()} {self.event} {self.delivery_id}"
 
 
+class WebhookToken(models.Model):
+    """A signed token (monday's JWT) as first seen on a delivery: until it expires it is
+    accepted again only with the same body (the provider's retry), so one captured token
+    cannot carry other bodies. Pruned with the deliveries once expired."""
+
+    provider = models.CharField(max_length=10, choices=WebhookDelivery.Provider.choices)
+    token_sha256 = models.CharField(max_length=64)
+    body_sha256 = models.CharField(max_length=64)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # Two deliveries racing with one token: the second insert fails and reads the first.
+            models.UniqueConstraint(fields=["provider", "token_sha256"], name="workspaces_token_once"),
+        ]
+        indexes = [
+            # Pruning the expired ones.
+            models.Index(fields=["expires_at"], name="workspaces_token_expires"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_provider_display()} token {self.token_sha256[:12]}"
+
+
 class AIArtifact(models.Model):
     """What an AI run produced, with the prompt and output bodies kept for the retention window."""
 

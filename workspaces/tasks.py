@@ -7,6 +7,7 @@ one job per type and subject is queued or running.
 """
 
 from jobs import JobContext, job, periodic
+from workspaces import job_types
 from workspaces.services import (
     analysis,
     brain,
@@ -21,23 +22,23 @@ from workspaces.services import (
     work_items,
     workflows,
 )
-from workspaces.webhooks import deliveries
+from workspaces.webhooks import deliveries, tokens
 
 REPOSITORY = "repository:{repository_id}"
 WORKSPACE = "workspace:{workspace_id}"
 
 
-@job("repository.ingest", queue="ingestion", attempts=3, timeout=900, dedupe=REPOSITORY)
+@job(job_types.INGEST_REPOSITORY, queue="ingestion", attempts=3, timeout=900, dedupe=REPOSITORY)
 def ingest_repository(ctx: JobContext, *, repository_id: int) -> None:
     ingest.ingest_repository(repository_id, progress=ctx.progress)
 
 
-@job("repository.analyse", queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)
+@job(job_types.ANALYSE_REPOSITORY, queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)
 def analyse_repository(ctx: JobContext, *, repository_id: int) -> None:
     analysis.analyse_repository(repository_id, progress=ctx.progress)
 
 
-@job("ai.workflow", queue="ai", attempts=2, timeout=1800)
+@job(job_types.AI_WORKFLOW, queue="ai", attempts=2, timeout=1800)
 def run_ai_workflow(
     ctx: JobContext,
     *,
@@ -55,42 +56,54 @@ def run_ai_workflow(
     )
 
 
-@job("pullrequest.sync", queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
+@job(job_types.SYNC_PULL_REQUESTS, queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
 def sync_pull_requests(ctx: JobContext, *, repository_id: int) -> None:
     pull_requests.sync_pull_requests(repository_id, progress=ctx.progress)
 
 
-@job("checks.sync", queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
+@job(job_types.SYNC_CHECKS, queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
 def sync_checks(ctx: JobContext, *, repository_id: int) -> None:
     pull_requests.sync_checks(repository_id, progress=ctx.progress)
 
 
-@job("workmanagement.sync", queue="default", attempts=3, timeout=600, dedupe="connection:{connection_id}")
+@job(
+    job_types.SYNC_WORK_CONNECTION,
+    queue="default",
+    attempts=3,
+    timeout=600,
+    dedupe="connection:{connection_id}",
+)
 def sync_work_connection(ctx: JobContext, *, connection_id: int) -> None:
     work_items.sync_connection(connection_id, progress=ctx.progress)
 
 
-@job("brain.derive", queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)
+@job(job_types.DERIVE_BRAIN, queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)
 def derive_brain(ctx: JobContext, *, repository_id: int) -> None:
     brain.derive_brain(repository_id, progress=ctx.progress)
 
 
-@job("decisions.mine", queue="ai", attempts=2, timeout=1800, dedupe=WORKSPACE)
+@job(job_types.MINE_DECISIONS, queue="ai", attempts=2, timeout=1800, dedupe=WORKSPACE)
 def mine_decisions(ctx: JobContext, *, workspace_id: int) -> None:
     decisions.mine_decisions(workspace_id, progress=ctx.progress)
 
 
-@job("workspace.provision", queue="ingestion", attempts=2, timeout=1800, dedupe=WORKSPACE)
+@job(job_types.PROVISION_WORKSPACE, queue="ingestion", attempts=2, timeout=1800, dedupe=WORKSPACE)
 def provision_workspace(ctx: JobContext, *, workspace_id: int) -> None:
     provisioning.provision_workspace(workspace_id, progress=ctx.progress)
 
 
-@job("capsules.retrospective", queue="ingestion", attempts=2, timeout=900, dedupe=REPOSITORY)
+@job(job_types.BUILD_CAPSULES, queue="ingestion", attempts=2, timeout=900, dedupe=REPOSITORY)
 def build_capsules(ctx: JobContext, *, repository_id: int) -> None:
     capsules.build_retrospective(repository_id, progress=ctx.progress)
 
 
-@job("retention.purge", queue="default", attempts=2, timeout=900, dedupe="organization:{organization_id}")
+@job(
+    job_types.PURGE_RETAINED_BODIES,
+    queue="default",
+    attempts=2,
+    timeout=900,
+    dedupe="organization:{organization_id}",
+)
 def purge_retained_bodies(ctx: JobContext, *, organization_id: int | None = None) -> None:
     retention.purge_expired(organization_id, progress=ctx.progress)
 
@@ -114,4 +127,5 @@ def remind_trials_ending() -> str:
 
 @periodic("sweep", every=300)
 def prune_webhook_deliveries() -> str:
+    tokens.prune()  # expired tokens verify no more: nothing to bind
     return f"{deliveries.prune()} webhook deliveries pruned"

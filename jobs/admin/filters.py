@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from jobs import registry, task_types
+from jobs import registry
 from jobs.models import Status
 
 
@@ -92,8 +92,7 @@ class TypeFilter(JobListFilter):
 
     def choices_from(self) -> list[tuple[str, str]]:
         """The declared job types, then the django.tasks tasks this process has loaded."""
-        names = [job_type.name for job_type in registry.all_types()] + task_types.declared()
-        return [(name, name) for name in names]
+        return [(name, name) for name in registry.names()]
 
 
 class OutcomeFilter(JobListFilter):

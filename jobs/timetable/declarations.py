@@ -20,17 +20,18 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from jobs.registry import JobType
 from jobs.timetable.calendar import Calendar, in_utc
 
 CATCH_UP = ("skip", "once", "all")
 OVERLAP = ("skip", "queue")
 DEFAULT_CATCH_UP = "once"
 DEFAULT_OVERLAP = "skip"
-# A timer's runs are jobs like any other: by default high priority on the default queue,
-# three tries with the engine's default backoff, no timeout.
-DEFAULT_QUEUE = "default"
+# A timer's runs are jobs like any other: by default high priority, on the engine's default
+# queue, with its default tries and backoff (``jobs.registry.JobType``), no timeout.
+DEFAULT_QUEUE = JobType.queue
 DEFAULT_PRIORITY = "high"
-DEFAULT_ATTEMPTS = 3
+DEFAULT_ATTEMPTS = JobType.attempts
 MAX_NAME_LENGTH = 100
 TYPE_PREFIX = "timer."
 # The options a step may give (``None``: not given).

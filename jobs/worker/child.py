@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING
 import django
 from django.db import transaction
 
-from jobs import registry
+from jobs import registry, retries
 from jobs.context import JobContext
-from jobs.errors import FencedOff, PermanentError, RetryLater, UnknownJobType
+from jobs.errors import FencedOff, RetryLater, UnknownJobType
 from jobs.worker import messages
 from jobs.worker.messages import (
     CURRENT,
@@ -85,8 +85,8 @@ def main(
             return  # the supervisor is gone
         if isinstance(message, Stop):
             return
-        _read_task_rows(message.jobs)
-        for index, (job_id, type_name, payload_text, attempt, max_attempts) in enumerate(message.jobs):
+        _read_ahead(message.jobs)
+        for index, (job_id, type_name, payload_text, attempt, max_attempts, _) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
             reporter = functools.partial(progress.put, job_id, attempt)
@@ -111,19 +111,24 @@ def main(
             return
 
 
-def _read_task_rows(jobs: Sequence[JobFields]) -> None:
-    """Read the rows of the batch's django.tasks tasks in one statement (each try's
-    TaskResult is built from its row) rather than one statement per task. If it fails,
-    each task reads its own row, and a failure there is that task's."""
-    ids = [job[0] for job in jobs if not registry.declared(job[1])]
-    if not ids:
-        return
-    from jobs import task_results
-
-    try:
-        task_results.prefetch(ids)
-    except Exception:  # noqa: BLE001 - never the child's end: each task tries again alone
-        logger.warning("Could not read the rows of tasks %s ahead of their batch.", ids, exc_info=True)
+def _read_ahead(jobs: Sequence[JobFields]) -> None:
+    """Let the types of the batch's jobs read what their tries need in one go (a
+    django.tasks task's row: ``JobType.read_ahead``), one call per hook for all its jobs,
+    rather than one statement per try. If it fails, each try reads its own, and a failure
+    there is that try's."""
+    ids: dict[Callable[[list[int]], None], list[int]] = {}
+    for job_id, type_name, *_ in jobs:
+        try:
+            hook = registry.lookup(type_name).read_ahead
+        except UnknownJobType:
+            continue  # its try fails, saying why
+        if hook is not None:
+            ids.setdefault(hook, []).append(job_id)
+    for hook, job_ids in ids.items():
+        try:
+            hook(job_ids)
+        except Exception:  # noqa: BLE001 - never the child's end: each try reads alone
+            logger.warning("Could not read ahead for jobs %s of their batch.", job_ids, exc_info=True)
 
 
 def _exit_with(supervisor_pid: int) -> None:
@@ -191,15 +196,8 @@ def run(
         return wait
     except FencedOff:
         return Settled.FENCED_OFF
-    except (PermanentError, UnknownJobType) as exc:
-        return _failure(exc, retryable=False)
-    except TypeError as exc:
-        # Raised by the call itself (no deeper frame): the payload does not fit the
-        # handler's keywords, and will not fit next time either.
-        retryable = exc.__traceback__ is not None and exc.__traceback__.tb_next is not None
-        return _failure(exc, retryable=retryable)
     except BaseException as exc:  # noqa: BLE001 - anything a handler raises is a failed try
-        return _failure(exc, retryable=True)
+        return _failure(exc, retryable=retries.retryable(exc))
 
 
 def _failure(exc: BaseException, *, retryable: bool) -> Failure:

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 if TYPE_CHECKING:
     from jobs.store import Failure
 
-# The fields of ``jobs.store.ClaimedJob``: id, type, payload (JSON text), attempt, max attempts.
-JobFields = tuple[int, str, str, int, int]
+# The fields of ``jobs.store.ClaimedJob``: id, type, payload (JSON text), attempt, max
+# attempts, queue.
+JobFields = tuple[int, str, str, int, int, str]
 
 # Positions in the shared state array.
 CURRENT = 0  # index in the batch of the job running now

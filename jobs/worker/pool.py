@@ -21,7 +21,6 @@ import os
 import signal
 import time
 from collections import Counter, deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jobs.store import ClaimedJob
@@ -123,8 +122,6 @@ class Lane:
     buffer: deque[ClaimedJob] = field(default_factory=deque)
     # Moving average of one job's duration in this lane; sizes batches and prefetch.
     average_duration: float | None = None
-    # The queue a job type is declared on (the registry's), for the fair share.
-    queue_of: Callable[[str], str] = field(default=lambda type_name: "", repr=False)
     # The queues that may have due jobs: all of them after a poll or a reconnect, those
     # named by a notification, none once a claim came back short. A queue at its fair
     # share stays here until a claim of it comes back short: its slot will free up.
@@ -168,7 +165,7 @@ class Lane:
 
     def running(self) -> Counter[str]:
         """Busy children per queue (a batch holds jobs of one queue)."""
-        return Counter(self.queue_of(child.batch[0].type) for child in self.children if child.busy)
+        return Counter(child.batch[0].queue for child in self.children if child.busy)
 
     def claimable(self, want: int, size: int, max_prefetch: int) -> tuple[list[str], int]:
         """The queues one claim may take from now, and at most how many jobs: up to
@@ -179,7 +176,7 @@ class Lane:
         if share is None:
             return (self.queues, want) if self.pending else ([], 0)
         running = self.running()
-        buffered = Counter(self.queue_of(job.type) for job in self.buffer)
+        buffered = Counter(job.queue for job in self.buffer)
         ready = min(max_prefetch, share * size) if size > 1 else 0
         room = {queue: (share - running[queue]) * size + ready - buffered[queue] for queue in self.queues}
         open_queues = [queue for queue in self.queues if queue in self.pending and room[queue] > 0]
@@ -198,15 +195,13 @@ class Lane:
         if share is None:
             return [self.buffer.popleft() for _ in range(min(size, len(self.buffer)))]
         running = self.running()
-        queue = next(
-            (self.queue_of(job.type) for job in self.buffer if running[self.queue_of(job.type)] < share), None
-        )
+        queue = next((job.queue for job in self.buffer if running[job.queue] < share), None)
         if queue is None:
             return []
         batch: list[ClaimedJob] = []
         kept: deque[ClaimedJob] = deque()
         for job in self.buffer:
-            if len(batch) < size and self.queue_of(job.type) == queue:
+            if len(batch) < size and job.queue == queue:
                 batch.append(job)
             else:
                 kept.append(job)
@@ -220,7 +215,7 @@ class Lane:
         if share is None:
             return len(self.buffer)
         running = self.running()
-        return sum(1 for job in self.buffer if running[self.queue_of(job.type)] < share)
+        return sum(1 for job in self.buffer if running[job.queue] < share)
 
     # --- batches and prefetch -------------------------------------------------------------
 

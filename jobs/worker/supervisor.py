@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jobs import registry, store
+from jobs import registry, retries, store
 from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
@@ -51,9 +51,7 @@ class Supervisor:
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.name = options.name
-        self.lanes = [
-            Lane(queues=list(queues), slots=slots, queue_of=self._queue_of) for queues, slots in options.lanes
-        ]
+        self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
         self.listener = Listener()
         self.listener_fd: int | None = None  # as registered with the selector
         # What is ready on each registered file: the callback that handles it.
@@ -70,7 +68,6 @@ class Supervisor:
         self.window = jobs_settings.PREFETCH_WINDOW
         self.max_prefetch = jobs_settings.MAX_PREFETCH
         self.timeouts: dict[str, float | None] = {}
-        self.declared_queues: dict[str, str] = {}
         self.log_jobs = logger.isEnabledFor(logging.INFO)
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -224,15 +221,6 @@ class Supervisor:
         if self.db.retry_at > now:
             deadlines.append(self.db.retry_at)
         return max(0.0, min(deadlines) - now)
-
-    def _queue_of(self, type_name: str) -> str:
-        """The queue a type is declared on; "" for a type no longer declared."""
-        if type_name not in self.declared_queues:
-            try:
-                self.declared_queues[type_name] = registry.get(type_name).queue
-            except UnknownJobType:
-                self.declared_queues[type_name] = ""
-        return self.declared_queues[type_name]
 
     def _timeout(self, type_name: str) -> float | None:
         if type_name not in self.timeouts:
@@ -466,14 +454,16 @@ class Supervisor:
 
     def _failed(self, job: ClaimedJob, failure: Failure, took: float, what: str) -> None:
         self.results.fail(job, failure)
+        retried = retries.retried(job.attempt, job.max_attempts, retryable=failure.retryable)
         logger.warning(
-            "end %s #%d attempt %d/%d %.1fms %s: %s",
+            "end %s #%d attempt %d/%d %.1fms %s, %s: %s",
             job.type,
             job.id,
             job.attempt,
             job.max_attempts,
             took * 1000,
             what,
+            "to be retried" if retried else "for good",
             failure.text,
         )
 

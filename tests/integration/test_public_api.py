@@ -263,3 +263,16 @@ def test_latest_jobs_about__reads_the_newest_job_of_each_subject_in_one_query(dj
         latest = queries.latest_jobs_about("repository_id", [1, 2, 3])
 
     assert latest == {1: newest_of_1, 2: only_of_2}
+
+
+# --- the admin's addresses --------------------------------------------------------------------
+
+
+def test_admin_url__is_the_jobs_page_and_the_filtered_list():
+    job = jobs.enqueue(KEYED, {"thing_id": 1})
+    assert jobs.admin_url(job) == jobs.admin_url(job.pk) == f"/admin/platform/job/{job.pk}/change/"
+    assert jobs.admin_list_url() == "/admin/platform/job/"
+    assert (
+        jobs.admin_list_url(type="test.keyed", status="queued")
+        == "/admin/platform/job/?type=test.keyed&status=queued"
+    )

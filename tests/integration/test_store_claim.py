@@ -57,7 +57,7 @@ def test_claim__fifo_within_a_priority():
 def test_claim__marks_the_job_running_under_the_worker():
     job = store.enqueue("test.noop", {"n": 1})
     [claimed] = store.claim("w1", ["default"], 5)
-    assert claimed == store.ClaimedJob(job.pk, "test.noop", '{"n": 1}', 1, 3)
+    assert claimed == store.ClaimedJob(job.pk, "test.noop", '{"n": 1}', 1, 3, "default")
     job.refresh_from_db()
     assert (job.status, job.locked_by, job.attempts) == (Status.RUNNING, "w1", 1)
     assert job.started_at is not None and job.heartbeat_at is not None

@@ -56,6 +56,8 @@ class FakeJira(_Fake):
     """``GET /rest/api/3/search/jql?jql=project = "PAY" [AND updated >= -Nm] ORDER BY …``."""
 
     issues: list[dict[str, Any]] = field(default_factory=list)
+    # A host that pages for ever: every page names a next one, of issues never seen before.
+    endless: bool = False
 
     def __post_init__(self) -> None:
         self.server.expect_request("/rest/api/3/search/jql", method="GET").respond_with_handler(self.handle)
@@ -104,6 +106,14 @@ class FakeJira(_Fake):
             else 0
         )
         size = min(int(request.args.get("maxResults", "50")), self.page_size)
+        if self.endless:
+            updated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+            page = [
+                {"key": f"PAY-{n}", "fields": {"summary": f"Issue {n}", "updated": updated}}
+                for n in range(start + 1, start + size + 1)
+            ]
+            token = base64.b64encode(str(start + size).encode()).decode()
+            return _json({"issues": page, "isLast": False, "nextPageToken": token})
         page = chosen[start : start + size]
         body: dict[str, Any] = {"issues": page, "isLast": start + size >= len(chosen)}
         if start + size < len(chosen):

@@ -18,7 +18,7 @@ from django.dispatch import receiver
 from django.tasks import TaskContext, task
 from django.tasks.signals import task_enqueued, task_finished, task_started
 
-from jobs import PermanentError
+from jobs import PermanentError, RetryLater
 from tests.jobs_app.models import Execution
 
 
@@ -63,6 +63,21 @@ def report(context: TaskContext) -> int:
     return os.getpid()
 
 
+@task(queue_name="mail")
+def mail_add(a: int, b: int) -> int:
+    return a + b
+
+
+@task
+def hold(started: str, gate: str, longest: float = 60.0) -> str:
+    """Says it started (a file), then runs until the gate file appears."""
+    Path(started).touch()
+    deadline = time.monotonic() + longest
+    while not Path(gate).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "released"
+
+
 @task(takes_context=True)
 def flaky(context: TaskContext, fail_times: int, signal_log: str = "") -> int:
     if context.attempt <= fail_times:
@@ -79,6 +94,12 @@ def always_fails(signal_log: str = "") -> None:
 def refuses() -> None:
     """The one piece of the engine a task may use: an error that is not worth retrying."""
     raise PermanentError("This input can never work.")
+
+
+@task
+def postpones() -> None:
+    """Asks to run again later (not a failure; its attempt is given back)."""
+    raise RetryLater(delay=3600, reason="Not before the rate limit resets.")
 
 
 @task

@@ -11,18 +11,22 @@ import pytest
 from django.db import transaction
 from django.tasks import TaskResultStatus, default_task_backend, task
 from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued
+from django.tasks.signals import task_enqueued, task_finished
 from django.test import override_settings
 from django.utils import timezone
 
 import jobs
-from jobs import registry, store, task_types
-from jobs.backends import DEFAULT_POLICY, JobsBackend
+from jobs import registry, retries, store
+from jobs.backends import JobsBackend
+from jobs.context import JobContext
+from jobs.django_tasks import types
+from jobs.django_tasks.backend import DEFAULT_POLICY
 from jobs.models import Job, Priority, Status
 from jobs.registry import DEFAULT_BACKOFF, DEFAULT_BACKOFF_CAP
 from jobs.store import Failure
 from tests.admin_jobs import PAGE, make_operator
 from tests.support.database import raw_connection
+from tests.support.job_states import make_silent
 from tests.tasks_backend import tasks
 
 pytestmark = pytest.mark.django_db
@@ -123,8 +127,8 @@ def test_enqueue__the_tasks_queue_is_the_jobs_queue():
 
 
 def test_enqueue__a_queue_outside_QUEUES_is_refused_as_django_does():
-    with pytest.raises(InvalidTask, match="Queue 'mail' is not valid for backend"):
-        tasks.add.using(queue_name="mail")
+    with pytest.raises(InvalidTask, match="Queue 'ai' is not valid for backend"):
+        tasks.add.using(queue_name="ai")
     assert not Job.objects.exists()
 
 
@@ -328,9 +332,9 @@ def test_get_result__of_a_task_whose_path_no_longer_imports_says_why():
 
 def test_resolve__a_path_that_is_not_a_task_is_an_unknown_type():
     with pytest.raises(jobs.UnknownJobType, match="it names a function, not a django.tasks task"):
-        task_types.resolve("os.path.join")
+        types.resolve("os.path.join")
     with pytest.raises(jobs.UnknownJobType, match="not the module path"):
-        task_types.resolve("__main__.add")
+        types.resolve("__main__.add")
 
 
 @pytest.mark.parametrize(
@@ -338,11 +342,56 @@ def test_resolve__a_path_that_is_not_a_task_is_an_unknown_type():
     [({1, 2}, "Unsupported type"), (float("nan"), "Out of range float"), ({"x": ["a\x00"]}, "NUL")],
     ids=["set", "nan", "nul"],
 )
-def test_return_value__that_cannot_be_stored_is_an_invalid_return_value(value, reason):
+def test_return_value__that_cannot_be_stored_is_the_serializers_type_error_never_retried(value, reason):
     runner = default_task_backend.job_type(tasks.add).func
-    with pytest.raises(jobs.errors.InvalidReturnValue, match=reason):
+    with pytest.raises(TypeError, match=reason) as raised:
         runner._encode(value)
+    assert type(raised.value) is TypeError  # what Django's own backends record
+    assert "Task tests.tasks_backend.tasks.add returned a " in raised.value.__notes__[0]
+    assert not retries.retryable(raised.value)
     assert runner._encode({"é": (1, None)}) == '{"\\u00e9": [1, null]}'
+
+
+def _backend_with(**options: Any) -> dict[str, Any]:
+    return {"default": {"BACKEND": "jobs.backends.JobsBackend", "QUEUES": ["default"], "OPTIONS": options}}
+
+
+@pytest.mark.django_db(transaction=True)  # each step commits, so its now() is its own
+def test_reap__a_dead_workers_task_waits_out_the_backends_backoff_before_it_returns():
+    with override_settings(TASKS=_backend_with(backoff=[45])):
+        result = tasks.add.enqueue(1, 2)
+        claim("w1")
+        make_silent(int(result.id), 3600)
+        before = timezone.now()
+        assert store.reap() == store.ReapResult(requeued=1)
+        row = Job.objects.get(pk=int(result.id))
+        assert store.claim("w2", ["default"], 1) == []  # not before its backoff
+    assert (row.status, row.attempts) == (Status.QUEUED, 1)
+    assert row.run_at >= before + timedelta(seconds=45)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retry_later__on_a_tasks_last_attempt_finishes_the_try_ready_as_the_store_requeues_it():
+    seen: list[tuple[TaskResultStatus, Any]] = []
+
+    def on_finished(sender: type, task_result: Any, **kwargs: Any) -> None:
+        seen.append((task_result.status, task_result.finished_at))
+
+    task_finished.connect(on_finished)
+    try:
+        with override_settings(TASKS=_backend_with(attempts=1)):
+            result = tasks.postpones.enqueue()
+            claimed = claim("w1")
+            assert (claimed.attempt, claimed.max_attempts) == (1, 1)  # its last attempt
+            ctx = JobContext(claimed.id, claimed.type, claimed.attempt, claimed.max_attempts, "w1")
+            with pytest.raises(jobs.RetryLater) as raised:
+                default_task_backend.job_type(tasks.postpones).func(ctx, args=[], kwargs={})
+            store.reschedule("w1", claimed.id, claimed.attempt, raised.value.at, raised.value.reason)
+            stored = default_task_backend.get_result(result.id)
+    finally:
+        task_finished.disconnect(on_finished)
+    assert seen == [(TaskResultStatus.READY, None)]
+    assert (stored.status, stored.finished_at) == (TaskResultStatus.READY, None)
 
 
 # --- priority -------------------------------------------------------------------------------

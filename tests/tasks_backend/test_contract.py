@@ -26,7 +26,7 @@ from django.tasks.exceptions import TaskResultDoesNotExist
 from django.utils import timezone
 
 from jobs import store
-from jobs.errors import InvalidReturnValue, JobTimeout, PermanentError, UnknownJobType
+from jobs.errors import JobTimeout, PermanentError, UnknownJobType
 from jobs.models import Job, Status, Worker
 from tests.jobs_app.models import Execution
 from tests.support.database import on_mariadb, raw_connection
@@ -165,6 +165,30 @@ def test_queues__a_task_runs_on_its_queue_and_lanes_apply(start_worker):
     assert "reports" in lane.split(":")[0].split(",")
 
 
+def test_fair_share__a_busy_task_child_leaves_the_other_child_to_another_queues_task(start_worker, tmp_path):
+    """A plain runworker (two slots, every queue) counts tasks by their rows' queues: while
+    one child runs a long task of "default", the other runs the "mail" task that is due,
+    and the second "default" task waits its turn instead of sitting prefetched."""
+    gate = tmp_path / "gate"
+    held = [tasks.hold.enqueue(str(tmp_path / f"held-{n}"), str(gate)) for n in range(2)]
+    worker = start_worker("--concurrency", "2", "--shutdown-timeout", "0.5", "--name", "fair")
+    wait_for(
+        lambda: any((tmp_path / f"held-{n}").exists() for n in range(2)),
+        timeout=60,
+        message="a held task to start",
+    )
+
+    mail = tasks.mail_add.enqueue(2, 3)  # due while a "default" task holds one child
+
+    assert finished(mail, timeout=30).worker_ids == ["fair"]
+    assert not gate.exists()
+    statuses = sorted(default_task_backend.get_result(result.id).status for result in held)
+    assert statuses == [TaskResultStatus.READY, TaskResultStatus.RUNNING]
+    assert "at most 1 per queue" in worker.log()
+    gate.touch()
+    assert [finished(result).return_value for result in held] == ["released", "released"]
+
+
 # --- failures -------------------------------------------------------------------------------
 
 
@@ -231,7 +255,8 @@ def test_unstorable_return_value__fails_the_task_at_once_with_a_clear_error(star
 
     assert (failed.status, failed.attempts) == (TaskResultStatus.FAILED, 1)  # never retried
     (error,) = failed.errors
-    assert error.exception_class is InvalidReturnValue
+    assert error.exception_class is TypeError  # as Django's own backends record it
+    assert "TypeError: Unsupported type: <class 'module'>" in error.traceback  # the serializer's
     assert "returned a dict, which cannot be stored as JSON" in error.traceback
     assert Job.objects.get(pk=int(result.id)).result is None
 

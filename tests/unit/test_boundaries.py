@@ -1,5 +1,6 @@
 """Module boundaries, read from the source: the domain apps use the engine only through
-``jobs`` itself, and the engine's core modules import one another in one direction."""
+``jobs`` itself, the engine's core never imports its ``django.tasks`` adapter, and the
+core's modules import one another in one direction."""
 
 from __future__ import annotations
 
@@ -8,7 +9,28 @@ from graphlib import TopologicalSorter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CORE = ["context", "errors", "keys", "models", "registry", "sql", "store", "queries", "declare", "timers"]
+ENGINE = ROOT / "jobs"
+# The django.tasks adapter: its package, and the path users' settings name its backend by.
+ADAPTER = ("jobs.django_tasks", "jobs.backends")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _in_adapter(module: str) -> bool:
+    return any(module == name or module.startswith(f"{name}.") for name in ADAPTER)
+
+
+# Every module of the engine but its migrations and its adapter: the core, none left out.
+CORE_PATHS = {
+    _module_name(path): path
+    for path in sorted(ENGINE.rglob("*.py"))
+    if "migrations" not in path.parts and not _in_adapter(_module_name(path))
+}
+# The core's top-level modules (jobs/*.py), which import one another in one direction.
+TOP_LEVEL = sorted(name for name, path in CORE_PATHS.items() if path.parent == ENGINE and name != "jobs")
 
 
 def _imports(path: Path) -> set[str]:
@@ -37,7 +59,7 @@ def _engine_modules_named(path: Path) -> list[str]:
             named += [
                 f"jobs.{alias.name}"
                 for alias in node.names
-                if (ROOT / "jobs" / f"{alias.name}.py").exists() or (ROOT / "jobs" / alias.name).is_dir()
+                if (ENGINE / f"{alias.name}.py").exists() or (ENGINE / alias.name).is_dir()
             ]
     return named
 
@@ -52,17 +74,77 @@ def test_domain_apps_import_only_the_engines_public_module():
     assert offenders == {}
 
 
-def _core_graph() -> dict[str, set[str]]:
-    graph = {}
-    for name in CORE:
-        imported = _imports(ROOT / "jobs" / f"{name}.py")
-        graph[name] = {other for other in CORE if f"jobs.{other}" in imported and other != name}
-    return graph
+def test_the_core_is_every_engine_module_outside_the_adapter():
+    assert {"jobs.registry", "jobs.store", "jobs.retries", "jobs.worker.child", "jobs.admin.filters"} <= set(
+        CORE_PATHS
+    )
+    assert not any(_in_adapter(name) for name in CORE_PATHS)
+    assert (ENGINE / "django_tasks" / "backend.py").exists()  # the adapter is where ADAPTER says
+
+
+def test_no_core_module_imports_the_django_tasks_adapter():
+    offenders = {
+        name: sorted(imported for imported in _imports(path) if _in_adapter(imported))
+        for name, path in CORE_PATHS.items()
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
 
 
 def test_engine_core_modules_import_each_other_in_one_direction():
-    graph = _core_graph()
-    assert graph["models"] == set(), "the models import no other part of the engine"
-    assert "store" not in graph["registry"], "the registry does not import the store"
+    graph = {
+        name: {other for other in TOP_LEVEL if other in _imports(CORE_PATHS[name]) and other != name}
+        for name in TOP_LEVEL
+    }
+    assert graph["jobs.models"] == set(), "the models import no other part of the engine"
+    assert "jobs.store" not in graph["jobs.registry"], "the registry does not import the store"
     # Raises CycleError, naming the circle, if any two modules import each other.
     assert list(TopologicalSorter(graph).static_order())
+
+
+DOMAINS = ("pipeline", "workspaces", "language_models")
+
+
+def _domain_sources() -> dict[str, str]:
+    return {
+        str(path.relative_to(ROOT)): path.read_text()
+        for app in DOMAINS
+        for path in sorted((ROOT / app).rglob("*.py"))
+        if "migrations" not in path.parts
+    }
+
+
+def test_domain_apps_link_jobs_through_the_engines_api_not_its_url_names():
+    # jobs.admin_url(job) and jobs.admin_list_url(...): the engine owns its admin's names.
+    offenders = [name for name, text in _domain_sources().items() if "admin:platform_job" in text]
+    assert offenders == []
+
+
+def test_workspace_job_type_names_are_spelled_once():
+    from workspaces import job_types
+
+    names = [value for key, value in vars(job_types).items() if key.isupper()]
+    assert len(names) == 11
+    spelled = {
+        name: [path for path, text in _domain_sources().items() if f'"{name}"' in text] for name in names
+    }
+    assert spelled == {name: ["workspaces/job_types.py"] for name in names}
+
+
+def _provider_imports() -> dict[str, set[str]]:
+    folder = ROOT / "workspaces" / "providers"
+    modules = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+    return {
+        name: {
+            other for other in modules if f"workspaces.providers.{other}" in _imports(folder / f"{name}.py")
+        }
+        for name in modules
+    }
+
+
+def test_providers__the_interfaces_import_no_implementation_and_no_fake_ships():
+    graph = _provider_imports()
+    # text.py cleans what providers answer before it is stored: a leaf that imports nothing.
+    assert graph["text"] == set()
+    assert graph["base"] <= {"text"}, "base.py holds the interfaces and their data only"
+    assert list(TopologicalSorter(graph).static_order())  # CycleError names a circle
+    assert not (ROOT / "workspaces" / "providers" / "memory.py").exists()  # tests/support/providers.py

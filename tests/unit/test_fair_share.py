@@ -22,13 +22,13 @@ class FakeChild:
 
 
 def job(number: int, type_name: str) -> ClaimedJob:
-    return ClaimedJob(number, type_name, "{}", 1, 3)
+    return ClaimedJob(number, type_name, "{}", 1, 3, QUEUES[type_name])
 
 
 def lane(
     slots: int = 2, queues: tuple[str, ...] = ("ai", "default", "mail"), running: tuple[str, ...] = ()
 ) -> Lane:
-    shared = Lane(queues=list(queues), slots=slots, queue_of=QUEUES.__getitem__)
+    shared = Lane(queues=list(queues), slots=slots)
     shared.children = [FakeChild([job(100 + n, type_name)]) for n, type_name in enumerate(running)]  # type: ignore[misc]
     shared.children += [FakeChild() for _ in range(slots - len(running))]  # type: ignore[misc]
     return shared

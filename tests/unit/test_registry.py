@@ -149,3 +149,47 @@ def test_using__merges_options_and_never_changes_the_queue():
     assert keyed.job_type is noop.job_type
     with pytest.raises(TypeError):
         noop.using(queue="ai")
+
+
+class _Resolver:
+    """An adapter's resolver: knows the types named ``plug.*``, on its queue "plugged"."""
+
+    def resolve(self, name: str) -> registry.JobType:
+        if not name.startswith("plug."):
+            raise UnknownJobType(f"{name!r} is not one of the plug's.")
+        return registry.JobType(name=name, func=noop, queue="plugged", attempts=7)
+
+    def queues(self) -> set[str]:
+        return {"plugged"}
+
+    def names(self) -> list[str]:
+        return ["plug.one"]
+
+
+@pytest.fixture
+def plugged() -> Iterator[_Resolver]:
+    resolver = _Resolver()
+    registry.add_resolver(resolver)
+    registry.add_resolver(resolver)  # once, however often added
+    yield resolver
+    registry._resolvers.remove(resolver)
+
+
+def test_add_resolver__lookup_queues_and_names_ask_an_adapters_resolver(plugged):
+    assert registry.lookup("plug.one").attempts == 7
+    assert registry.lookup("test.noop").func is noop.job_type.func  # a declaration comes first
+    assert "plugged" in registry.queues()
+    names = registry.names()
+    assert names.index("plug.one") > names.index("test.noop")  # declared types first
+    with pytest.raises(UnknownJobType):
+        registry.get("plug.one")  # get() is for declared types only
+    assert registry._resolvers.count(plugged) == 1
+
+
+def test_lookup__a_name_no_resolver_knows_is_unknown_with_the_first_resolvers_reason(plugged):
+    from jobs.django_tasks import types
+
+    # The django.tasks adapter's resolver came first: its backend is created at start-up.
+    assert registry._resolvers.index(types.RESOLVER) < registry._resolvers.index(plugged)
+    with pytest.raises(UnknownJobType, match="no django.tasks task can be imported from it"):
+        registry.lookup("no.such")

@@ -60,7 +60,7 @@ class Store:
 
 
 def job(job_id: int, attempt: int = 1) -> ClaimedJob:
-    return ClaimedJob(job_id, "test.noop", "{}", attempt, 3)
+    return ClaimedJob(job_id, "test.noop", "{}", attempt, 3, "default")
 
 
 @pytest.fixture

@@ -4,7 +4,9 @@ array, the store a fake that records its calls."""
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import re
 import time
 from collections.abc import Iterator, Sequence
 
@@ -89,10 +91,10 @@ def running(supervisor: Supervisor, conn, batch: list[ClaimedJob], index: int, s
 
 
 BATCH = [
-    ClaimedJob(1, "tests.tasks_backend.tasks.add", '{"args": [2, 3], "kwargs": {}}', 1, 3),
-    ClaimedJob(2, "test.noop", "{}", 1, 3),
-    ClaimedJob(3, "test.slow", "{}", 1, 3),  # times out after 0.5 s
-    ClaimedJob(4, "test.noop", "{}", 1, 3),
+    ClaimedJob(1, "tests.tasks_backend.tasks.add", '{"args": [2, 3], "kwargs": {}}', 1, 3, "default"),
+    ClaimedJob(2, "test.noop", "{}", 1, 3, "default"),
+    ClaimedJob(3, "test.slow", "{}", 1, 3, "default"),  # times out after 0.5 s
+    ClaimedJob(4, "test.noop", "{}", 1, 3, "default"),
 ]
 
 
@@ -123,3 +125,28 @@ def test_timeout__a_batch_that_ended_just_before_the_stop_is_done(supervisor, st
 
     assert store.writes == [("complete", [(3, 1)], None)]
     assert child not in supervisor.lanes[0].children  # stopped all the same
+
+
+def test_log__says_whether_a_failed_try_is_retried_as_the_store_decides(supervisor, pipe, caplog):
+    ours, theirs = pipe
+    batch = [
+        ClaimedJob(5, "test.noop", "{}", 1, 3, "default"),
+        ClaimedJob(6, "test.noop", "{}", 3, 3, "default"),  # its last attempt
+        ClaimedJob(7, "test.noop", "{}", 1, 3, "default"),
+    ]
+    child = running(supervisor, ours, batch, index=2, started=time.monotonic())
+    for position, failure in enumerate(
+        [BOOM, BOOM, Failure("jobs.errors.PermanentError", "no", retryable=False)]
+    ):
+        messages.send(theirs, JobFailed(position, failure))
+
+    with caplog.at_level(logging.WARNING, logger="jobs.worker"):
+        for _ in batch:
+            assert supervisor._collect(child)
+
+    ends = [re.sub(r" [\d.]+ms ", " ", record.getMessage()) for record in caplog.records]
+    assert ends == [
+        "end test.noop #5 attempt 1/3 failed, to be retried: RuntimeError: boom",
+        "end test.noop #6 attempt 3/3 failed, for good: RuntimeError: boom",
+        "end test.noop #7 attempt 1/3 failed, for good: jobs.errors.PermanentError: no",
+    ]

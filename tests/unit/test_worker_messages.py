@@ -33,7 +33,10 @@ def pipe():
     child_end.close()
 
 
-BATCH = [ClaimedJob(7, "test.noop", '{"n": 1}', 1, 3), ClaimedJob(8, "test.noop", "{}", 2, 3)]
+BATCH = [
+    ClaimedJob(7, "test.noop", '{"n": 1}', 1, 3, "default"),
+    ClaimedJob(8, "test.noop", "{}", 2, 3, "default"),
+]
 
 
 def test_run_batch__arrives_with_every_job_in_order(pipe):

@@ -369,3 +369,22 @@ def test_pull_request_sync__rate_limited_in_a_real_worker_waits_and_then_succeed
     assert PullRequest.objects.filter(repository=repository, number=1).exists()
     statuses = [request.path for request in github.requests]
     assert statuses.count("/repos/acme/api/pulls") == 2  # the 429, then the answer
+
+
+def test_pull_request_sync__nul_characters_and_lone_surrogates_are_stored_cleaned(github, host, repository):
+    """One pull request holding ``\\u0000`` must not stop the sync of every other."""
+    github.add_pull(1, updated_at=_day(1), title="Fix\u0000 the build", body="Steps:\u0000 run \ud83d it")
+    github.add_pull(2, updated_at=_day(2), author="b\u0000ob")
+    github.check_runs["1".zfill(40)] = [
+        {"name": "lint\u0000", "status": "completed", "conclusion": "success", "output": {"title": "\u0000"}}
+    ]
+    PullRequestFactory(repository=repository, number=1, supervised=True, head_sha="1".zfill(40))
+
+    result = sync_pull_requests(repository.pk)
+    sync_checks(repository.pk)
+
+    assert (result.created, result.updated) == (1, 1)
+    first, second = PullRequest.objects.order_by("number")
+    assert (first.title, first.body) == ("Fix the build", "Steps: run \ufffd it")
+    assert second.author == "bob"
+    assert [check["name"] for check in first.checks] == ["lint"]

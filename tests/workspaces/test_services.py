@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job
+from tests.support.providers import InMemoryCodeHost, InMemoryTracker
 from workspaces.errors import (
     MissingRecord,
     NotReady,
@@ -25,7 +26,6 @@ from workspaces.models import (
     Workspace,
 )
 from workspaces.providers import ChecksData, PullRequestData, WorkItemData, use_code_host, use_work_tracker
-from workspaces.providers.memory import InMemoryCodeHost, InMemoryTracker
 from workspaces.services import (
     analysis,
     brain,

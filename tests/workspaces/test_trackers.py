@@ -175,6 +175,45 @@ def test_sync__a_failing_provider_is_a_clear_failure_kept_on_the_connection(
     assert board.connection.last_synced_at is None and not board.connection.items.exists()
 
 
+def test_sync__a_listing_is_written_as_its_pages_arrive_and_stops_at_its_bound(httpserver, settings):
+    settings.WORK_SYNC_MAX_ITEMS = 1_200
+    board = _board("jira", httpserver)
+    board.fake.page_size = 100
+    board.fake.endless = True  # pages for ever
+    WorkConnection.objects.filter(pk=board.connection.pk).update(full_synced_at=None)
+    SourceItem.objects.create(
+        connection=board.connection, external_id="PAY-0", title="Old", synced_at=timezone.now()
+    )
+
+    with pytest.raises(ProviderAnswerInvalid, match="more than 1,200 items .* WORK_SYNC_MAX_ITEMS"):
+        board.sync()
+
+    assert len(board.fake.requests) == 13  # the page that went past the bound was the last asked for
+    listed = board.connection.items.filter(deleted_at__isnull=True).exclude(external_id="PAY-0")
+    assert listed.count() == 1_000  # two batches of 500 written before the bound was reached
+    assert (
+        board.connection.items.get(external_id="PAY-0").deleted_at is None
+    )  # an unfinished listing deletes nothing
+    board.connection.refresh_from_db()
+    assert "WORK_SYNC_MAX_ITEMS" in board.connection.last_error
+
+
+def test_sync__a_listing_of_more_than_one_batch_reconciles_like_one(httpserver):
+    board = _board("jira", httpserver)
+    board.fake.page_size = 100
+    for n in range(1, 1_201):
+        board.fake.add_issue(f"PAY-{n}", f"Issue {n}", updated=_ago(60))
+    SourceItem.objects.create(
+        connection=board.connection, external_id="PAY-9999", title="Gone", synced_at=timezone.now()
+    )
+
+    result = board.sync()
+
+    assert (result.created, result.listed, result.deleted, result.full) == (1_200, 1_200, 1, True)
+    assert board.connection.items.filter(deleted_at__isnull=True).count() == 1_200
+    assert board.connection.items.get(external_id="PAY-9999").deleted_at is not None
+
+
 def test_sync__a_429_with_retry_after_asks_to_run_again_then_and_changes_nothing(board):
     board.add(board.ids()[0], "Kept")
     board.fake.trouble.append((429, {"Retry-After": "30"}, b'{"message": "Too many requests"}'))
@@ -450,3 +489,33 @@ def test_sync__a_provider_that_never_answers_times_out_as_a_retryable_failure(ki
         assert server.accepted  # the request reached the server and waited there
     finally:
         server.close()
+
+
+# --- provider text the database cannot store as it is -------------------------------------------
+
+
+def test_sync__nul_characters_and_lone_surrogates_from_the_provider_are_stored_cleaned(board):
+    """One item holding ``\\u0000`` must not stop the sync of every other item."""
+    first, second = board.ids()[:2]
+    board.add(first, "Refunds\u0000 fail")
+    board.add(second, "Broken \ud800 text")
+
+    result = board.sync()
+
+    assert result.created == 2
+    titles = dict(board.connection.items.values_list("external_id", "title"))
+    assert titles == {first: "Refunds fail", second: "Broken \ufffd text"}
+    board.connection.refresh_from_db()
+    assert board.connection.last_error == ""
+
+
+def test_sync__a_failure_while_storing_the_items_is_recorded_on_the_connection(clickup):
+    """Not only the listing's failures: one the database raises is "Last error" too."""
+    clickup.add("t" * 300, "An id longer than any column")
+
+    with pytest.raises(Exception):  # noqa: B017 - whatever the database calls it
+        clickup.sync()
+
+    clickup.connection.refresh_from_db()
+    assert clickup.connection.last_error != "" and clickup.connection.last_error_at is not None
+    assert not clickup.connection.items.exists()

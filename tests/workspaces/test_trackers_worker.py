@@ -88,3 +88,19 @@ def test_worker__refused_credentials_fail_the_sync_at_once_naming_the_connection
     assert fakes.JIRA_TOKEN not in _texts(failed)
     connection.refresh_from_db()
     assert "refused the credentials" in connection.last_error
+
+
+def test_worker__an_issue_holding_a_nul_character_syncs_with_every_other_issue(jira, worker):
+    fake, connection = jira
+    fake.add_issue("PAY-1", "Refunds\u0000 fail", updated=timezone.now(), text="Line\u0000 one")
+    fake.add_issue("PAY-2", "Payouts", updated=timezone.now())
+    job = request_sync(connection)
+    worker()
+
+    wait_status(job.pk, Status.SUCCEEDED, timeout=60)
+
+    items = dict(connection.items.values_list("external_id", "title"))
+    assert items == {"PAY-1": "Refunds fail", "PAY-2": "Payouts"}
+    assert connection.items.get(external_id="PAY-1").description == "Line one"
+    connection.refresh_from_db()
+    assert connection.last_error == "" and connection.item_count == 2

@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 
 from jobs.models import Job
+from tests.support.providers import InMemoryCodeHost
 from workspaces import models
 from workspaces.providers import PullRequestData, use_code_host
-from workspaces.providers.memory import InMemoryCodeHost
 from workspaces.services import triggers
 from workspaces.services.pull_requests import sync_pull_requests
 

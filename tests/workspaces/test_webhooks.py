@@ -28,13 +28,18 @@ JIRA = "/webhooks/jira/"
 CLICKUP = "/webhooks/clickup/"
 MONDAY = "/webhooks/monday/"
 MONDAY_AUDIENCE = "http://testserver/webhooks/monday/"
+CLICKUP_SECRET_9 = "clickup-webhook-secret-of-webhook-nine"
 
 
 @pytest.fixture(autouse=True)
 def secrets(settings):
     settings.GITHUB_WEBHOOK_SECRET = [hooks.GITHUB_SECRET]
     settings.JIRA_WEBHOOK_SECRET = [hooks.JIRA_SECRET]
-    settings.CLICKUP_WEBHOOK_SECRET = ["another-clickup-webhook", hooks.CLICKUP_SECRET]
+    settings.CLICKUP_WEBHOOK_SECRET = [
+        "wh-0:another-clickup-webhook",
+        f"wh-1:{hooks.CLICKUP_SECRET}",
+        f"wh-9:{CLICKUP_SECRET_9}",
+    ]
     settings.MONDAY_SIGNING_SECRET = [hooks.MONDAY_SECRET]
     settings.MONDAY_WEBHOOK_URL = ""
     settings.WEBHOOK_MAX_BODY_BYTES = 64 * 1024
@@ -421,7 +426,7 @@ def test_clickup__a_deleted_task_asks_for_a_full_listing_and_an_unknown_webhook_
     connection = WorkConnectionFactory(kind="clickup", webhook_id="wh-1", full_synced_at=timezone.now())
 
     assert _clickup(client, hooks.clickup_task("taskDeleted", webhook_id="wh-1")).status_code == 202
-    unknown = _clickup(client, hooks.clickup_task(webhook_id="wh-9"))
+    unknown = _clickup(client, hooks.clickup_task(webhook_id="wh-9"), secret=CLICKUP_SECRET_9)
 
     connection.refresh_from_db()
     assert connection.full_synced_at is None

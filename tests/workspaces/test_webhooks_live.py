@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def secrets(settings):
     settings.GITHUB_WEBHOOK_SECRET = [hooks.GITHUB_SECRET]
     settings.JIRA_WEBHOOK_SECRET = [hooks.JIRA_SECRET]
-    settings.CLICKUP_WEBHOOK_SECRET = [hooks.CLICKUP_SECRET]
+    settings.CLICKUP_WEBHOOK_SECRET = [f"wh-1:{hooks.CLICKUP_SECRET}"]
     settings.MONDAY_SIGNING_SECRET = [hooks.MONDAY_SECRET]
     settings.MONDAY_WEBHOOK_URL = ""
     settings.WEBHOOK_MAX_BODY_BYTES = 4096

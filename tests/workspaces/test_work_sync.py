@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.support.providers import InMemoryTracker
 from workspaces.errors import NotReady, ProviderUnavailable
 from workspaces.models import SourceItem, WorkConnection
 from workspaces.providers import WorkItemData, use_work_tracker, work_tracker
-from workspaces.providers.memory import InMemoryTracker
 from workspaces.providers.stored import SnapshotTracker
 from workspaces.services.work_items import OVERLAP, request_sync, request_syncs, sync_connection
 

@@ -5,8 +5,9 @@ GitHub REST API (``github.py``); ``WORK_TRACKER=api`` selects each connection's 
 its kind (``jira.py``, ``clickup.py``, ``monday.py``); all of them call out over the one HTTP
 convention of ``http.py``. The embedded default of each reads what is already stored
 (repository metadata, the connection's snapshot) and says so in its label, so the jobs run
-with no network. The in-memory fakes of the tests are swapped in with ``use_code_host`` /
-``use_work_tracker``.
+with no network. The interfaces and their data are in ``base.py``, the choice of
+implementation in ``selection.py``; a test swaps in its own (``tests/support/providers.py``'s
+in-memory fakes) with ``use_code_host`` / ``use_work_tracker``.
 """
 
 from workspaces.providers.base import (
@@ -16,11 +17,8 @@ from workspaces.providers.base import (
     PullRequestData,
     WorkItemData,
     WorkTracker,
-    code_host,
-    use_code_host,
-    use_work_tracker,
-    work_tracker,
 )
+from workspaces.providers.selection import code_host, use_code_host, use_work_tracker, work_tracker
 
 __all__ = [
     "ChecksData",

@@ -1,23 +1,34 @@
-"""The provider interfaces, their plain data, and which implementation is in use."""
+"""The provider interfaces and their plain data; which implementation is in use is
+``workspaces.providers.selection``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from django.conf import settings
-
-from workspaces.errors import ProviderNotConfigured
+from workspaces.providers.text import storable, storable_data
 
 if TYPE_CHECKING:
     from workspaces.models import Repository, WorkConnection
 
 
+class _Storable:
+    """Provider data holds only text the database can store (``providers.text``), whichever
+    provider built it: its strings are cleaned as it is made."""
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, str):
+                object.__setattr__(self, name, storable(value))
+            elif isinstance(value, tuple | list | dict):
+                cleaned = storable_data(value)
+                object.__setattr__(self, name, tuple(cleaned) if isinstance(value, tuple) else cleaned)
+
+
 @dataclass(frozen=True)
-class PullRequestData:
+class PullRequestData(_Storable):
     number: int
     title: str
     body: str = ""
@@ -33,7 +44,7 @@ class PullRequestData:
 
 
 @dataclass(frozen=True)
-class PullRequestChanges:
+class PullRequestChanges(_Storable):
     """What a code host returned for one sync: the pull requests that changed since
     ``cursor`` (every one, on the first sync), and the cursor for the next sync, which the
     service keeps on the repository without reading it."""
@@ -44,7 +55,7 @@ class PullRequestChanges:
 
 
 @dataclass(frozen=True)
-class ChecksData:
+class ChecksData(_Storable):
     """CI results and approvals as observed on the host for one pull request."""
 
     ci_status: str  # "success", "failure", "pending" or "" when nothing ran
@@ -53,7 +64,7 @@ class ChecksData:
 
 
 @dataclass(frozen=True)
-class WorkItemData:
+class WorkItemData(_Storable):
     external_id: str
     title: str
     status: str = ""
@@ -96,63 +107,3 @@ class WorkTracker(Protocol):
         at least those changed since then. Raises the provider errors of ``workspaces.errors``
         (and ``jobs.RetryLater`` for a rate limit); no message names the credential."""
         ...
-
-
-_code_host: CodeHost | None = None
-_trackers: dict[str, WorkTracker] = {}
-
-
-def code_host() -> CodeHost:
-    """The host in use: one set by ``use_code_host``, else the one ``CODE_HOST`` selects."""
-    if _code_host is not None:
-        return _code_host
-    if settings.CODE_HOST == "github":
-        from workspaces.providers.github import GitHubCodeHost
-
-        return GitHubCodeHost(api_url=settings.GITHUB_API_URL, token=settings.GITHUB_TOKEN)
-    from workspaces.providers.stored import StoredCodeHost
-
-    return StoredCodeHost()
-
-
-def work_tracker(kind: str) -> WorkTracker:
-    """The tracker for connections of ``kind``: one set by ``use_work_tracker``, else the
-    provider's API (``WORK_TRACKER=api``), else the stored snapshot (the embedded default)."""
-    if kind in _trackers:
-        return _trackers[kind]
-    from workspaces.models import WorkConnection
-
-    if kind not in WorkConnection.Kind.values:
-        raise ProviderNotConfigured(f"No work tracker for connections of kind {kind!r}.")
-    if settings.WORK_TRACKER == "api":
-        from workspaces.providers.trackers import api_tracker
-
-        return api_tracker(kind)
-    from workspaces.providers.stored import SnapshotTracker
-
-    return SnapshotTracker()
-
-
-@contextmanager
-def use_code_host(host: CodeHost) -> Iterator[CodeHost]:
-    """Use ``host`` for pull requests and checks inside the block (tests, a real client)."""
-    global _code_host
-    saved, _code_host = _code_host, host
-    try:
-        yield host
-    finally:
-        _code_host = saved
-
-
-@contextmanager
-def use_work_tracker(kind: str, tracker: WorkTracker) -> Iterator[WorkTracker]:
-    """Use ``tracker`` for connections of ``kind`` inside the block."""
-    saved = _trackers.get(kind)
-    _trackers[kind] = tracker
-    try:
-        yield tracker
-    finally:
-        if saved is None:
-            _trackers.pop(kind, None)
-        else:
-            _trackers[kind] = saved

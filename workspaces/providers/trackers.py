@@ -1,6 +1,7 @@
-"""The live work trackers, one module per provider (``jira.py``, ``clickup.py``,
-``monday.py``), chosen by the connection's kind, and what they share: the connection's
-token (decrypted only here, for the request's header) and its name in every message.
+"""What the live work trackers share (one module per provider: ``jira.py``, ``clickup.py``,
+``monday.py``; ``selection.api_tracker`` picks one by the connection's kind): the
+connection's token (decrypted only here, for the request's header) and its name in every
+message.
 
 Every tracker calls its provider through ``workspaces.providers.http`` (one convention for
 every provider: timeouts; 429 or an exhausted rate limit reschedules the job without using
@@ -14,26 +15,9 @@ from typing import TYPE_CHECKING
 
 from workspaces import credentials
 from workspaces.errors import ProviderNotConfigured
-from workspaces.providers.base import WorkTracker
 
 if TYPE_CHECKING:
     from workspaces.models import WorkConnection
-
-
-def api_tracker(kind: str) -> WorkTracker:
-    if kind == "jira":
-        from workspaces.providers.jira import JiraTracker
-
-        return JiraTracker()
-    if kind == "clickup":
-        from workspaces.providers.clickup import ClickUpTracker
-
-        return ClickUpTracker()
-    if kind == "monday":
-        from workspaces.providers.monday import MondayTracker
-
-        return MondayTracker()
-    raise ProviderNotConfigured(f"No work tracker for connections of kind {kind!r}.")
 
 
 def subject(connection: WorkConnection) -> str:

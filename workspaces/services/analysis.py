@@ -10,6 +10,7 @@ from django.utils import timezone
 
 import language_models
 from language_models import Prompt
+from workspaces import job_types
 from workspaces.ai import artifacts, facts
 from workspaces.errors import NotReady
 from workspaces.models import Repository
@@ -40,7 +41,7 @@ def architecture_map(paths: list[str]) -> dict:
 
 def summary_prompt(repository: Repository, architecture: dict) -> Prompt:
     return Prompt(
-        task="repository.analyse",
+        task=job_types.ANALYSE_REPOSITORY,
         instruction=(
             f"Summarise repository {repository.name} for an engineer who is new to it, in at most "
             "250 words: what it is for, how it is organised, where to start reading, and the "
@@ -67,7 +68,7 @@ def analyse_repository(repository_id: int, progress: Progress = no_progress) -> 
         repository.save(update_fields=["summary", "architecture", "status", "analysed_at"])
         artifacts.keep(
             answer,
-            kind="repository.analyse",
+            kind=job_types.ANALYSE_REPOSITORY,
             workspace=repository.workspace_id,
             repository=repository,
             data=architecture,

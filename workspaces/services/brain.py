@@ -7,6 +7,7 @@ from django.utils import timezone
 
 import language_models
 from language_models import Prompt
+from workspaces import job_types
 from workspaces.ai import artifacts, facts
 from workspaces.errors import NotReady
 from workspaces.models import Repository, Workspace
@@ -32,7 +33,7 @@ def brain_prompt(repository: Repository) -> Prompt:
     workspace = repository.workspace
     known = [f"Summary so far: {repository.summary}"] if repository.summary else []
     return Prompt(
-        task="brain.derive",
+        task=job_types.DERIVE_BRAIN,
         instruction=(
             f"Describe in at most 120 words what repository {repository.name} contributes to "
             f"workspace {workspace.name}: its role, what other parts rely on, and what a teammate "
@@ -67,6 +68,6 @@ def derive_brain(repository_id: int, progress: Progress = no_progress) -> Worksp
         context["derived_at"] = timezone.now().isoformat()
         workspace.context = context
         workspace.save(update_fields=["context"])
-        artifacts.keep(answer, kind="brain.derive", workspace=workspace, repository=repository)
+        artifacts.keep(answer, kind=job_types.DERIVE_BRAIN, workspace=workspace, repository=repository)
     progress(100, "Context updated")
     return workspace

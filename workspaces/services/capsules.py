@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 import language_models
+from workspaces import job_types
 from workspaces.models import PullRequest, Repository, ReviewCapsule
 from workspaces.services import Progress, load, no_progress
 from workspaces.services.pull_requests import refresh_merged
@@ -51,7 +52,7 @@ def build_retrospective(
         # the "capsule_summary" workflow asks the model for one.
         summary = language_models.digest(
             language_models.Prompt(
-                task="capsules.retrospective",
+                task=job_types.BUILD_CAPSULES,
                 instruction=f"Capsule for #{pull.number}: {pull.title}",
                 facts=tuple(f"{key}: {value}" for key, value in data.items()),
             )

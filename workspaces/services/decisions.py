@@ -19,6 +19,7 @@ from typing import Any
 
 import language_models
 from language_models import InvalidAnswer, Prompt
+from workspaces import job_types
 from workspaces.ai import artifacts
 from workspaces.errors import NotReady
 from workspaces.models import Decision, PullRequest, SourceItem, Workspace
@@ -113,7 +114,7 @@ def known_statements(workspace: Workspace) -> set[str]:
 
 def decision_prompt(workspace: Workspace, evidence: list[Evidence]) -> Prompt:
     return Prompt(
-        task="decisions.mine",
+        task=job_types.MINE_DECISIONS,
         system=SYSTEM,
         json=True,
         instruction=(
@@ -179,7 +180,7 @@ def mine_decisions(workspace_id: int, progress: Progress = no_progress) -> int:
         )
         artifact = artifacts.keep(
             answer,
-            kind="decisions.mine",
+            kind=job_types.MINE_DECISIONS,
             workspace=workspace,
             data={"statements": len(batch), "left_for_next_run": len(new) - len(batch)},
         )

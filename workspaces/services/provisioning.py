@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs import enqueue
+from workspaces import job_types
 from workspaces.errors import NotReady
 from workspaces.models import Repository, Workspace
 from workspaces.services import Progress, load, no_progress
@@ -30,6 +31,6 @@ def provision_workspace(workspace_id: int, progress: Progress = no_progress) -> 
         workspace.provisioned_at = timezone.now()
         workspace.save(update_fields=["status", "provisioned_at"])
         for repository in repositories:
-            enqueue("brain.derive", {"repository_id": repository.pk})
+            enqueue(job_types.DERIVE_BRAIN, {"repository_id": repository.pk})
     progress(100, f"Ready with {len(repositories)} repositories")
     return workspace

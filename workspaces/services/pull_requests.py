@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs import enqueue
+from workspaces import job_types
 from workspaces.models import PullRequest, Repository
 from workspaces.providers import PullRequestData, code_host
 from workspaces.services import Progress, load, no_progress
@@ -51,7 +52,7 @@ def sync_pull_requests(repository_id: int, progress: Progress = no_progress) -> 
         locked.save(update_fields=["host_state", "pulls_synced_at"])
         # The supervised ones' CI results and approvals follow, as their own job.
         if not changes.not_modified and _supervised(repository).exists():
-            enqueue("checks.sync", {"repository_id": repository.pk})
+            enqueue(job_types.SYNC_CHECKS, {"repository_id": repository.pk})
     if changes.not_modified:
         progress(100, f"Unchanged since the last sync ({host.label})")
     else:

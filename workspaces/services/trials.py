@@ -42,16 +42,18 @@ def ending_soon(now: datetime | None = None) -> QuerySet[Organization]:
 
 def remind(organization: Organization) -> bool:
     """Send this trial's reminder unless it was sent; True when this call sent it."""
+    ends = organization.trial_ends_at
+    if ends is None:  # not a trial (trials_ending lists only organizations with an end)
+        return False
     try:
         # Holds the new reminder row (and its unique-index entry) until the email is out:
         # one short SMTP call, so a concurrent sweep waits briefly rather than sending twice.
         with transaction.atomic():
             TrialReminder.objects.create(
                 organization=organization,
-                trial_ends_at=organization.trial_ends_at,
+                trial_ends_at=ends,
                 email=organization.billing_email,
             )
-            ends = organization.trial_ends_at
             send_mail(
                 subject=f"Your trial of {organization.name} ends on {ends.day} {ends:%B %Y}",
                 message=(

@@ -24,14 +24,9 @@ from collections.abc import Iterable
 from django.db import transaction
 
 from jobs import Job, enqueue
+from workspaces import job_types
 from workspaces.models import Organization, PullRequest, Repository, Workspace
 
-INGEST = "repository.ingest"
-ANALYSE = "repository.analyse"
-PROVISION = "workspace.provision"
-PURGE = "retention.purge"
-PULL_REQUEST_SYNC = "pullrequest.sync"
-AI_WORKFLOW = "ai.workflow"
 # The registered workflows the pull-request page offers, by button.
 TEST_PLAN = "test_plan"
 CAPSULE_SUMMARY = "capsule_summary"
@@ -68,24 +63,24 @@ def workspace_created(workspace: Workspace) -> Job | None:
 
 
 def request_ingest(repository: Repository) -> Job:
-    return enqueue(INGEST, {"repository_id": repository.pk})
+    return enqueue(job_types.INGEST_REPOSITORY, {"repository_id": repository.pk})
 
 
 def request_analysis(repository: Repository) -> Job:
-    return enqueue(ANALYSE, {"repository_id": repository.pk})
+    return enqueue(job_types.ANALYSE_REPOSITORY, {"repository_id": repository.pk})
 
 
 def request_purge(organization: Organization) -> Job:
     """Blank the organization's AI bodies past its retention window now, not at the next run."""
-    return enqueue(PURGE, {"organization_id": organization.pk})
+    return enqueue(job_types.PURGE_RETAINED_BODIES, {"organization_id": organization.pk})
 
 
 def request_provision(workspace: Workspace) -> Job:
-    return enqueue(PROVISION, {"workspace_id": workspace.pk})
+    return enqueue(job_types.PROVISION_WORKSPACE, {"workspace_id": workspace.pk})
 
 
 def request_pull_request_sync(repository: Repository) -> Job:
-    return enqueue(PULL_REQUEST_SYNC, {"repository_id": repository.pk})
+    return enqueue(job_types.SYNC_PULL_REQUESTS, {"repository_id": repository.pk})
 
 
 def request_workflow(workflow: str, pull_request: PullRequest) -> Job:
@@ -94,7 +89,7 @@ def request_workflow(workflow: str, pull_request: PullRequest) -> Job:
     declared: one workflow per pull request queued or running at a time."""
     repository = pull_request.repository
     return enqueue(
-        AI_WORKFLOW,
+        job_types.AI_WORKFLOW,
         {
             "workflow": workflow,
             "workspace_id": repository.workspace_id,

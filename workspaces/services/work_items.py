@@ -7,15 +7,19 @@ when a webhook reports a deletion, or when the tracker cannot list by update tim
 them a sync asks only for the items changed since the last one (minus an overlap, so an item
 changed while the last listing ran is not missed).
 
+Items are written as the provider's pages arrive, ``BATCH`` at a time, and a listing stops
+past ``WORK_SYNC_MAX_ITEMS``: only the ids seen are held, never the whole listing. Deletions
+are marked, and the sync recorded, only once a listing has ended.
+
 The connection keeps what the last sync did: ``last_synced_at``, its counts, the items
-mirrored, and ``last_error`` (cleared by a sync that finishes).
+mirrored, and ``last_error`` (every failure of a sync, cleared by a sync that finishes).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -24,17 +28,21 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from jobs import Job, RetryLater, enqueue
-from workspaces.errors import NotReady
+from workspaces import job_types
+from workspaces.errors import NotReady, ProviderAnswerInvalid
 from workspaces.models import SourceItem, WorkConnection
 from workspaces.providers import WorkItemData, work_tracker
+from workspaces.providers.text import storable
 from workspaces.services import Progress, load, no_progress
 
 logger = logging.getLogger("workspaces.sync")
 
-SYNC_JOB = "workmanagement.sync"
+SYNC_JOB = job_types.SYNC_WORK_CONNECTION
 # An incremental sync asks from this long before the newest change the last one saw: the
 # provider's clock, its search index's lag and an item changed mid-listing all fit in it.
 OVERLAP = timedelta(minutes=5)
+# Items written per transaction as a listing arrives.
+BATCH = 500
 # The fields of a source item that come from the provider.
 ITEM_FIELDS = ("title", "status", "description", "url", "updated_at_source")
 
@@ -89,9 +97,16 @@ def sync_connection(
         else resume_point(connection)
     )
     progress(10, f"Listing {'changes' if since else 'every item'} from {tracker.label}")
-    # Fetch outside the transaction: a provider call must not hold row locks.
+    listing = _Listing()
+    # Every way this sync can fail is recorded on the connection, the listing's and the
+    # database's alike: "Last error" is where an operator looks first.
     try:
-        fetched = {item.external_id: item for item in tracker.items(connection, updated_since=since)}
+        # Written a batch at a time as the pages arrive, each batch in a transaction of its
+        # own: a provider call must not hold row locks, and a listing is never held whole.
+        for batch in _batches(tracker.items(connection, updated_since=since), connection, listing):
+            _write(connection, batch, listing, now)
+            progress(min(90, 10 + len(listing.seen) // BATCH), f"{len(listing.seen):,} items listed")
+        result = _finish(connection, listing, full=since is None, now=now)
     except RetryLater as wait:
         # Not a failure (the job waits without using an attempt), but why nothing changed.
         _record_error(connection, f"Waiting: {wait.reason}")
@@ -99,8 +114,6 @@ def sync_connection(
     except Exception as exc:
         _record_error(connection, str(exc) or type(exc).__name__)
         raise
-    progress(60, f"Reconciling {len(fetched)} items")
-    result = _apply(connection, fetched, full=since is None, now=now)
     logger.info("Synced connection #%s: %s.", connection.pk, result.summary())
     progress(100, result.summary())
     return result
@@ -118,17 +131,52 @@ def resume_point(connection: WorkConnection) -> datetime | None:
     return seen - OVERLAP if seen else None
 
 
-def _apply(
-    connection: WorkConnection, fetched: dict[str, WorkItemData], *, full: bool, now: datetime
-) -> WorkSyncResult:
+@dataclass
+class _Listing:
+    """What the batches written so far of one listing amount to: only ids and counts."""
+
+    seen: set[str] = field(default_factory=set)
+    created: int = 0
+    updated: int = 0
+    restored: int = 0
+    newest: datetime | None = None
+
+
+def _batches(
+    items: Iterable[WorkItemData], connection: WorkConnection, listing: _Listing
+) -> Iterator[dict[str, WorkItemData]]:
+    """The listing in batches of ``BATCH`` items; past ``WORK_SYNC_MAX_ITEMS`` items the
+    listing stops (a provider that pages for ever, or a connection pointed at far more than
+    one project or board)."""
+    limit = settings.WORK_SYNC_MAX_ITEMS
+    batch: dict[str, WorkItemData] = {}
+    for item in items:
+        new = item.external_id not in listing.seen and item.external_id not in batch
+        if new and len(listing.seen) + len(batch) >= limit:
+            raise ProviderAnswerInvalid(
+                f"The provider lists more than {limit:,} items for {connection}; the limit is "
+                "WORK_SYNC_MAX_ITEMS. The items listed so far are kept; none was marked deleted."
+            )
+        batch[item.external_id] = item
+        if len(batch) >= BATCH:
+            yield batch
+            batch = {}
+    if batch:
+        yield batch
+
+
+def _write(
+    connection: WorkConnection, batch: dict[str, WorkItemData], listing: _Listing, now: datetime
+) -> None:
+    """Create, update and restore the items of one batch."""
     created: list[SourceItem] = []
     changed: list[SourceItem] = []
     restored = 0
     with transaction.atomic():
-        # Locks the connection row, so two syncs of one connection apply one after the other.
+        # Locks the connection row, so two syncs of one connection write one after the other.
         WorkConnection.objects.select_for_update().get(pk=connection.pk)
-        existing = {item.external_id: item for item in connection.items.all()}
-        for external_id, data in fetched.items():
+        existing = {item.external_id: item for item in connection.items.filter(external_id__in=list(batch))}
+        for external_id, data in batch.items():
             fields = _fields(data)
             item = existing.get(external_id)
             if item is None:
@@ -147,25 +195,41 @@ def _apply(
             changed.append(item)
         SourceItem.objects.bulk_create(created, batch_size=500)
         SourceItem.objects.bulk_update(changed, [*ITEM_FIELDS, "synced_at", "deleted_at"], batch_size=500)
+    # An item listed again in a later batch (a page boundary that moved) counts once.
+    listing.created += len([item for item in created if item.external_id not in listing.seen])
+    listing.updated += len([item for item in changed if item.external_id not in listing.seen]) - restored
+    listing.restored += restored
+    listing.seen.update(batch)
+    newest = max((item.updated_at for item in batch.values() if item.updated_at), default=None)
+    if newest and (listing.newest is None or newest > listing.newest):
+        listing.newest = newest
+
+
+def _finish(connection: WorkConnection, listing: _Listing, *, full: bool, now: datetime) -> WorkSyncResult:
+    """After a whole listing: mark deleted what a full one no longer had, and record the sync."""
+    with transaction.atomic():
+        # Locks the connection row, so two syncs of one connection finish one after the other.
+        WorkConnection.objects.select_for_update().get(pk=connection.pk)
         deleted = 0
         if full:
-            gone = [
-                item.pk for key, item in existing.items() if key not in fetched and item.deleted_at is None
-            ]
-            deleted = SourceItem.objects.filter(pk__in=gone).update(deleted_at=now)
+            live = connection.items.filter(deleted_at__isnull=True).values_list("pk", "external_id")
+            gone = [pk for pk, external_id in live.iterator() if external_id not in listing.seen]
+            for start in range(0, len(gone), BATCH):
+                deleted += SourceItem.objects.filter(pk__in=gone[start : start + BATCH]).update(
+                    deleted_at=now
+                )
         result = WorkSyncResult(
-            created=len(created),
-            updated=len(changed) - restored,
+            created=listing.created,
+            updated=listing.updated,
             deleted=deleted,
-            restored=restored,
-            listed=len(fetched),
+            restored=listing.restored,
+            listed=len(listing.seen),
             full=full,
         )
-        newest = max((item.updated_at for item in fetched.values() if item.updated_at), default=None)
         state = dict(connection.sync_state)
         previous = parse_datetime(str(state.get("updated_since") or ""))
-        if newest and (previous is None or newest > previous):
-            state["updated_since"] = newest.isoformat()
+        if listing.newest and (previous is None or listing.newest > previous):
+            state["updated_since"] = listing.newest.isoformat()
         changes = {
             "last_synced_at": now,
             "sync_state": state,
@@ -193,5 +257,5 @@ def _fields(data: WorkItemData) -> dict[str, object]:
 def _record_error(connection: WorkConnection, text: str) -> None:
     # Outside any transaction of the sync: the record stays whatever the job does next.
     WorkConnection.objects.filter(pk=connection.pk).update(
-        last_error=text[:2000], last_error_at=timezone.now()
+        last_error=storable(text)[:2000], last_error_at=timezone.now()
     )

@@ -7,6 +7,6 @@ deliveries that never arrive.
 |---|---|---|
 | ``POST /webhooks/github/`` | ``X-Hub-Signature-256`` (``GITHUB_WEBHOOK_SECRET``) | ``repository.ingest``, ``pullrequest.sync``, ``checks.sync`` |
 | ``POST /webhooks/jira/`` | ``X-Hub-Signature`` (``JIRA_WEBHOOK_SECRET``) | ``workmanagement.sync`` |
-| ``POST /webhooks/clickup/`` | ``X-Signature`` (``CLICKUP_WEBHOOK_SECRET``) | ``workmanagement.sync`` |
-| ``POST /webhooks/monday/`` | the ``Authorization`` JWT (``MONDAY_SIGNING_SECRET``) | ``workmanagement.sync`` |
+| ``POST /webhooks/clickup/`` | ``X-Signature`` (``CLICKUP_WEBHOOK_SECRET``, per webhook) | ``workmanagement.sync`` |
+| ``POST /webhooks/monday/`` | the ``Authorization`` JWT (``MONDAY_SIGNING_SECRET``), bound to its body | ``workmanagement.sync`` |
 """

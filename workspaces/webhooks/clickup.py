@@ -2,8 +2,10 @@
 
 ClickUp signs each delivery with the secret its registration returned: ``X-Signature`` is
 the hex HMAC-SHA256 of the raw body. Every ClickUp webhook has its own secret, so
-``CLICKUP_WEBHOOK_SECRET`` lists them all. ClickUp sends no delivery id; a hash of the body
-stands in (its retries send the same body).
+``CLICKUP_WEBHOOK_SECRET`` lists them all, each bound to its webhook as
+``<webhook id>:<secret>``: a delivery verifies only with a secret of the webhook it names
+(``webhook_id``), so one webhook's secret cannot speak for another's connections. ClickUp
+sends no delivery id; a hash of the body stands in (its retries send the same body).
 
 Every ``task*`` event queues ``workmanagement.sync`` for the active ClickUp connections whose
 webhook id is the delivery's ``webhook_id``; ``taskDeleted`` and ``taskMoved`` ask for a full
@@ -12,6 +14,7 @@ listing, which is what finds tasks gone from the list. Other events need no sync
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -23,8 +26,20 @@ from workspaces.webhooks import payloads
 from workspaces.webhooks.deliveries import Routed
 from workspaces.webhooks.verification import signature_matches
 
+logger = logging.getLogger("workspaces.webhooks")
 Outcome = WebhookDelivery.Outcome
 GONE_EVENTS = {"taskDeleted", "taskMoved"}
+
+
+def webhook_secrets() -> dict[str, list[str]]:
+    """``CLICKUP_WEBHOOK_SECRET`` read as webhook id → its secrets (the current one first).
+    An entry without its webhook id verifies nothing."""
+    bound: dict[str, list[str]] = {}
+    for entry in settings.CLICKUP_WEBHOOK_SECRET:
+        webhook_id, separator, secret = entry.partition(":")
+        if separator and webhook_id and secret:
+            bound.setdefault(webhook_id, []).append(secret)
+    return bound
 
 
 class ClickUpHook:
@@ -35,9 +50,18 @@ class ClickUpHook:
         return None
 
     def verify(self, request: HttpRequest, body: bytes) -> bool:
-        return signature_matches(
-            body, request.headers.get("X-Signature", ""), settings.CLICKUP_WEBHOOK_SECRET
-        )
+        every = [secret for secrets in webhook_secrets().values() for secret in secrets]
+        verified = signature_matches(body, request.headers.get("X-Signature", ""), every)
+        if not verified and any(":" not in entry for entry in settings.CLICKUP_WEBHOOK_SECRET):
+            logger.warning(
+                "CLICKUP_WEBHOOK_SECRET holds a secret without its webhook id, which verifies "
+                "nothing: list each as <webhook id>:<secret>."
+            )
+        return verified
+
+    def bound(self, request: HttpRequest, body: bytes, payload: dict[str, Any]) -> bool:
+        secrets = webhook_secrets().get(payloads.text(payload, "webhook_id"), [])
+        return signature_matches(body, request.headers.get("X-Signature", ""), secrets)
 
     def event(self, request: HttpRequest, payload: dict[str, Any]) -> str:
         return payloads.text(payload, "event")

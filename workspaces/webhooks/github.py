@@ -8,7 +8,7 @@ Verified by ``X-Hub-Signature-256`` (``sha256=`` + HMAC-SHA256 of the raw body u
 |---|---|
 | ``push`` to the repository's default branch | ``repository.ingest`` |
 | ``pull_request`` (any action) | ``pullrequest.sync`` |
-| ``check_run``, ``check_suite``, ``pull_request_review`` on a supervised pull request | ``checks.sync`` |
+| ``check_run``, ``check_suite``, ``pull_request_review``, ``status`` on a supervised pull request | ``checks.sync`` |
 | ``ping`` | nothing (answered 200) |
 | anything else | nothing (acknowledged) |
 
@@ -29,14 +29,16 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 
 from jobs import enqueue
+from workspaces import job_types
 from workspaces.models import PullRequest, Repository, WebhookDelivery
 from workspaces.services import triggers
 from workspaces.webhooks import payloads
 from workspaces.webhooks.deliveries import Routed
 from workspaces.webhooks.verification import signature_matches
 
-CHECKS_SYNC = "checks.sync"
-CHECK_EVENTS = {"check_run", "check_suite", "pull_request_review"}
+# ``status``: a CI that reports through the Statuses API (``checks.sync`` reads the
+# combined status); it names the commit, which names the pull request.
+CHECK_EVENTS = {"check_run", "check_suite", "pull_request_review", "status"}
 SCP_LIKE = re.compile(r"^[\w.-]+@(?P<host>[\w.-]+):(?P<path>.+)$")
 
 Outcome = WebhookDelivery.Outcome
@@ -56,6 +58,9 @@ class GitHubHook:
             settings.GITHUB_WEBHOOK_SECRET,
             prefix="sha256=",
         )
+
+    def bound(self, request: HttpRequest, body: bytes, payload: dict[str, Any]) -> bool:
+        return True  # one secret covers every delivery
 
     def event(self, request: HttpRequest, payload: dict[str, Any]) -> str:
         return request.headers.get("X-GitHub-Event", "")
@@ -97,14 +102,16 @@ def _push(payload: dict[str, Any], repositories: list[Repository], full_name: st
 
 def _checks(event: str, payload: dict[str, Any], repositories: list[Repository], full_name: str) -> Routed:
     if event == "pull_request_review":
-        numbers = {payloads.text(payload, "pull_request", "number")}
+        numbers = {payloads.number(payload, "pull_request", "number")}
         head_sha = payloads.text(payload, "pull_request", "head", "sha")
+    elif event == "status":
+        numbers, head_sha = set(), payloads.text(payload, "sha")
     else:
         numbers = {
-            payloads.text(pull, "number") for pull in payloads.objects(payload, event, "pull_requests")
+            payloads.number(pull, "number") for pull in payloads.objects(payload, event, "pull_requests")
         }
         head_sha = payloads.text(payload, event, "head_sha")
-    wanted = Q(number__in=[int(n) for n in numbers if n.isdigit()])
+    wanted = Q(number__in=[n for n in numbers if n is not None])
     if head_sha:
         # A fork's pull request is not listed on its checks: its head commit names it.
         wanted |= Q(head_sha=head_sha)
@@ -112,7 +119,7 @@ def _checks(event: str, payload: dict[str, Any], repositories: list[Repository],
     repository_ids = sorted(set(supervised.values_list("repository_id", flat=True)))
     if not repository_ids:
         return Routed(Outcome.IGNORED, f"{event} on {full_name} concerns no supervised pull request.")
-    jobs = [enqueue(CHECKS_SYNC, {"repository_id": pk}) for pk in repository_ids]
+    jobs = [enqueue(job_types.SYNC_CHECKS, {"repository_id": pk}) for pk in repository_ids]
     return Routed(
         Outcome.QUEUED, f"{event} on a supervised pull request of {full_name}: checks sync queued.", jobs
     )

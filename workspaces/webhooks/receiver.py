@@ -3,7 +3,8 @@
 1. refuse a body over ``WEBHOOK_MAX_BODY_BYTES`` (413) by its ``Content-Length`` before
    reading it, and read at most one byte more than the limit whatever it claims;
 2. verify the delivery on the raw body (401, nothing recorded or queued, when it fails);
-3. parse it (400 when it is not a JSON object);
+3. parse it (400 when it is not a JSON object, or nested deeper than
+   ``WEBHOOK_MAX_DEPTH``), and check that the signature was made for what it names (401);
 4. answer a delivery id seen before with 200 and queue nothing;
 5. route it to jobs (each deduplicated by its type's key: per repository or connection) and
    record it, in one transaction; answer 202 (200 for a ping).
@@ -15,14 +16,14 @@ delivery id, routing, and an optional answer before verification (Monday's chall
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from typing import Any, Protocol
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 
-from workspaces.webhooks import deliveries
+from workspaces.providers.text import storable
+from workspaces.webhooks import deliveries, payloads
 from workspaces.webhooks.deliveries import Routed
 
 logger = logging.getLogger("workspaces.webhooks")
@@ -40,6 +41,12 @@ class Hook(Protocol):
         ...
 
     def verify(self, request: HttpRequest, body: bytes) -> bool: ...
+
+    def bound(self, request: HttpRequest, body: bytes, payload: dict[str, Any]) -> bool:
+        """Whether the verified signature was made for what the delivery names (ClickUp: a
+        secret for its webhook; monday: a token for this body). True where a secret
+        covers every delivery."""
+        ...
 
     def event(self, request: HttpRequest, payload: dict[str, Any]) -> str: ...
 
@@ -80,14 +87,22 @@ def receive(request: HttpRequest, hook: Hook) -> HttpResponse:
         return _answer(401, "refused", "The signature is missing or invalid.")
 
     try:
-        payload = json.loads(body)
-    except ValueError:
-        payload = None
-    if not isinstance(payload, dict):
-        return _answer(400, "refused", "The body is not a JSON object.")
+        payload = payloads.parse(body, max_depth=settings.WEBHOOK_MAX_DEPTH)
+    except payloads.Unreadable as exc:
+        return _answer(400, "refused", str(exc))
+    if not hook.bound(request, body, payload):
+        # Signed, but with a secret given for another webhook (or a token seen on another
+        # body): as unverified as no signature at all.
+        logger.warning(
+            "Refused a %s webhook from %s: its signature was not made for what it names (%s).",
+            hook.provider,
+            request.META.get("REMOTE_ADDR", "?"),
+            hook.secret_setting,
+        )
+        return _answer(401, "refused", "The signature was not made for this delivery.")
 
-    event = hook.event(request, payload)[:100]
-    delivery_id = (hook.delivery_id(request, payload) or hashlib.sha256(body).hexdigest())[:200]
+    event = storable(hook.event(request, payload))[:100]
+    delivery_id = storable(hook.delivery_id(request, payload) or hashlib.sha256(body).hexdigest())[:200]
     if deliveries.seen(hook.provider, delivery_id):
         return _replayed(delivery_id)
     routed = deliveries.record_once(hook.provider, delivery_id, event, lambda: hook.route(event, payload))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 from collections.abc import Sequence
 
 import jwt
@@ -35,25 +36,48 @@ def signature_matches(body: bytes, received: str, secrets: Sequence[str], *, pre
     return matched
 
 
-def jwt_matches(authorization: str, secrets: Sequence[str], *, audience: str) -> bool:
+def bearer(authorization: str) -> str:
+    """The token of ``Bearer <jwt>`` (or of the bare token)."""
+    return authorization.strip().removeprefix("Bearer ").strip()
+
+
+def jwt_matches(authorization: str, secrets: Sequence[str], *, audience: str, max_lifetime: float) -> bool:
     """``authorization`` (``Bearer <jwt>`` or the bare token) is an HS256 JWT signed with one
-    of ``secrets``, not expired, and addressed to ``audience`` (monday.com puts the URL it
-    posts to in ``aud``)."""
-    token = authorization.strip().removeprefix("Bearer ").strip()
+    of ``secrets``, not expired, addressed to ``audience`` (monday.com puts the URL it
+    posts to in ``aud``), and valid for at most ``max_lifetime`` seconds: from now, and
+    from its ``iat`` where it has one (a token that lives for years is refused)."""
+    token = bearer(authorization)
     if not token or not secrets:
         return False
     matched = False
     for secret in secrets:
         try:
-            jwt.decode(
+            claims = jwt.decode(
                 token,
                 secret,
                 algorithms=["HS256"],  # never "none", never whatever the token's header asks for
                 audience=audience,
                 options={"require": ["exp", "aud"]},
-                leeway=30,
+                leeway=LEEWAY,
             )
         except jwt.InvalidTokenError:
             continue
-        matched = True
+        matched |= _short_lived(claims, max_lifetime)
     return matched
+
+
+#: Seconds of clock difference allowed between the provider and us.
+LEEWAY = 30
+
+
+def _short_lived(claims: dict, max_lifetime: float) -> bool:
+    expires, issued = claims.get("exp"), claims.get("iat")
+    if not isinstance(expires, int | float) or isinstance(expires, bool):
+        return False
+    if expires - time.time() > max_lifetime + LEEWAY:
+        return False
+    if issued is None:
+        return True
+    return (
+        isinstance(issued, int | float) and not isinstance(issued, bool) and expires - issued <= max_lifetime
+    )

@@ -22,6 +22,7 @@ from django.test import Client
 from django.test.utils import override_settings
 
 import jobs
+from workspaces import job_types
 from workspaces.models import Organization, WorkConnection, Workspace
 from workspaces.providers import work_tracker
 
@@ -111,7 +112,7 @@ class Command(BaseCommand):
 
     def _report(self, connection_id: int) -> None:
         connection = WorkConnection.objects.get(pk=connection_id)
-        job = jobs.latest_job("workmanagement.sync", connection_id=connection.pk)
+        job = jobs.latest_job(job_types.SYNC_WORK_CONNECTION, connection_id=connection.pk)
         state = f"job #{job.pk} {job.status}: {job.progress_message or job.error}" if job else "no job"
         self.stdout.write(f"   workmanagement.sync {state}")
         for item in connection.items.order_by("external_id"):

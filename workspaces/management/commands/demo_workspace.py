@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 import jobs
+from workspaces import job_types
 from workspaces.models import Organization, Repository, Workspace
 from workspaces.providers import code_host
 from workspaces.services import triggers
@@ -119,15 +120,15 @@ class Command(BaseCommand):
     def _report(self, repository_id: int) -> None:
         out = self.stdout
         repository = Repository.objects.get(pk=repository_id)
-        ingest = jobs.latest_job("repository.ingest", repository_id=repository.pk)
-        provision = jobs.latest_job("workspace.provision", workspace_id=repository.workspace_id)
-        sync = jobs.latest_job("pullrequest.sync", repository_id=repository.pk)
-        checks = jobs.latest_job("checks.sync", repository_id=repository.pk)
+        ingest = jobs.latest_job(job_types.INGEST_REPOSITORY, repository_id=repository.pk)
+        provision = jobs.latest_job(job_types.PROVISION_WORKSPACE, workspace_id=repository.workspace_id)
+        sync = jobs.latest_job(job_types.SYNC_PULL_REQUESTS, repository_id=repository.pk)
+        checks = jobs.latest_job(job_types.SYNC_CHECKS, repository_id=repository.pk)
         for name, job in [
-            ("workspace.provision", provision),
-            ("repository.ingest", ingest),
-            ("pullrequest.sync", sync),
-            ("checks.sync", checks),
+            (job_types.PROVISION_WORKSPACE, provision),
+            (job_types.INGEST_REPOSITORY, ingest),
+            (job_types.SYNC_PULL_REQUESTS, sync),
+            (job_types.SYNC_CHECKS, checks),
         ]:
             if job is not None:
                 out.write(f"   {name:<20} {_job(job)}{': ' + job.error[:80] if job.error else ''}")
@@ -142,10 +143,8 @@ class Command(BaseCommand):
         pulls = repository.pull_requests.order_by("number")
         out.write(f"   pull requests ({code_host().label}):")
         for pull in pulls:
-            checks = (
-                f", CI {pull.ci_status}, approved by {', '.join(pull.approvals)}" if pull.ci_status else ""
-            )
-            out.write(f"     #{pull.number} {pull.state:<7} {pull.title} ({pull.author}){checks}")
+            ci = f", CI {pull.ci_status}, approved by {', '.join(pull.approvals)}" if pull.ci_status else ""
+            out.write(f"     #{pull.number} {pull.state:<7} {pull.title} ({pull.author}){ci}")
 
 
 def _job(job: jobs.Job | None) -> str:

@@ -1,11 +1,15 @@
-"""``django.tasks`` tasks as the engine's job types.
+"""``django.tasks`` tasks as the engine's job types: the registry's resolver for them.
 
 A task is never declared in the registry: its row's type is its module path
 (``myapp.tasks.send_welcome``), and a worker finds it by importing that path. The task's
-backend (``jobs.backends.JobsBackend``) gives its attempts, backoff and timeout; the job
-type's handler runs it (``jobs.worker.task_runner``). A path that no longer imports, or
-that names something other than a task of such a backend, is an ``UnknownJobType``: the
-job fails for good with that error, and the process that looked it up carries on.
+backend (``JobsBackend``) gives its attempts, backoff and timeout; the job type's handler
+runs it (``jobs.django_tasks.runner``). A path that no longer imports, or that names
+something other than a task of such a backend, is an ``UnknownJobType``: the job fails for
+good with that error, and the process that looked it up carries on.
+
+``RESOLVER`` is what the backend registers with ``jobs.registry.add_resolver`` when it is
+created, so that ``registry.lookup`` and ``registry.queues`` find tasks without the
+registry importing this package.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ def resolve(path: str) -> JobType:
     """The job type of the task at ``path`` (cached per process)."""
     job_type = _resolved.get(path)
     if job_type is None:
-        from jobs.backends import JobsBackend
+        from jobs.django_tasks.backend import JobsBackend
 
         task = import_task(path)
         backend = task.get_backend()
@@ -74,13 +78,29 @@ def resolve(path: str) -> JobType:
 
 def queues() -> set[str]:
     """The queues of every ``JobsBackend`` in ``TASKS``, which workers serve by default."""
-    from jobs.backends import JobsBackend
+    from jobs.django_tasks.backend import JobsBackend
 
     names: set[str] = set()
     for backend in task_backends.all():
         if isinstance(backend, JobsBackend):
             names |= backend.queues
     return names
+
+
+class TaskResolver:
+    """The registry's view of tasks (``jobs.registry.Resolver``)."""
+
+    def resolve(self, name: str) -> JobType:
+        return resolve(name)
+
+    def queues(self) -> set[str]:
+        return queues()
+
+    def names(self) -> list[str]:
+        return declared()
+
+
+RESOLVER = TaskResolver()
 
 
 @receiver(setting_changed)

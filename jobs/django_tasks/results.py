@@ -19,7 +19,8 @@ from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
-from jobs import registry, store, task_types
+from jobs import registry, store
+from jobs.django_tasks import types
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
 
@@ -134,7 +135,7 @@ def _task_of(row: Job) -> Task:
     if registry.declared(row.type):
         raise TaskResultDoesNotExist(f"#{row.pk} is a {row.type} job, not a django.tasks task.")
     try:
-        return task_types.import_task(row.type)
+        return types.import_task(row.type)
     except UnknownJobType as exc:
         raise TaskResultDoesNotExist(f"Task result {row.pk}: {exc}") from exc
 

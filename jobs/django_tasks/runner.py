@@ -1,6 +1,6 @@
 """Running one try of a ``django.tasks`` task in a worker's child process.
 
-The runner is the handler of the task's job type (``jobs.task_types``): the child calls it
+The runner is the handler of the task's job type (``jobs.django_tasks.types``): the child calls it
 like any handler, with the job's context and payload (``args``, ``kwargs``), and gets back
 the task's return value as JSON text, which travels to the supervisor and is stored with
 the acknowledgement. A task returning None sends nothing: it is acknowledged like a job.
@@ -8,8 +8,11 @@ the acknowledgement. A task returning None sends nothing: it is acknowledged lik
 Around the call, as Django's own backends do: ``task_started`` before it, ``task_finished``
 after it (from within the exception handler when it failed, so loggers see the error), both
 with the ``TaskResult`` read from the row, which ``takes_context=True`` tasks also get as
-``TaskContext``. A failed try's ``task_finished`` says READY when a retry follows, FAILED
-when none does. A try the worker had to stop (a crash, a timeout) sends no signal.
+``TaskContext``. A try that did not succeed says READY in its ``task_finished`` when
+another try follows (a retry, or a ``RetryLater``), FAILED when none does, as the store
+will decide (``jobs.retries``). A try the worker had to stop (a crash, a timeout) sends no
+signal. A return value that is not JSON fails the task at once with the serializer's
+``TypeError``, as Django's own backends record it.
 
 Async task functions run on one event loop per child process, created on first use and
 kept for the child's life; their ORM calls go through ``sync_to_async`` to Django's one
@@ -32,12 +35,13 @@ from django.tasks.signals import task_finished, task_started
 from django.utils import timezone
 from django.utils.json import normalize_json
 
-from jobs import task_results
-from jobs.errors import InvalidReturnValue, InvalidTaskArguments, PermanentError, UnknownJobType
+from jobs import retries
+from jobs.django_tasks import results as task_results
+from jobs.errors import InvalidTaskArguments, permanent
 
 if TYPE_CHECKING:
-    from jobs.backends import JobsBackend
     from jobs.context import JobContext
+    from jobs.django_tasks.backend import JobsBackend
 
 _loop: asyncio.AbstractEventLoop | None = None
 
@@ -60,7 +64,7 @@ class TaskRunner:
             value = self._call(args, kwargs)
             text = self._encode(value)
         except BaseException as exc:
-            _finished(result, _will_retry(exc, ctx), _error_of(exc))
+            _finished(result, retries.follows(exc, ctx.attempt, ctx.max_attempts), _error_of(exc))
             task_finished.send(sender=self.sender, task_result=result)
             raise
         object.__setattr__(result, "_return_value", json.loads(text) if text is not None else None)
@@ -82,7 +86,9 @@ class TaskRunner:
             loop.run_until_complete(sync_to_async(close_old_connections)())
 
     def _encode(self, value: Any) -> str | None:
-        """The value as stored: JSON text, or None for None."""
+        """The value as stored: JSON text, or None for None. A value that is not JSON
+        raises the serializer's ``TypeError`` (its message; a note says which task), never
+        retried: the same call returns the same value."""
         if value is None:
             return None
         try:
@@ -91,10 +97,14 @@ class TaskRunner:
                 raise ValueError("PostgreSQL's JSON cannot hold a NUL character (\\u0000)")
             return json.dumps(normalized, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise InvalidReturnValue(
-                f"Task {self.task.module_path} returned a {type(value).__name__}, which cannot be "
-                f"stored as JSON: {exc}"
-            ) from exc
+            note = f"Task {self.task.module_path} returned a {type(value).__name__}, which cannot be stored as JSON."
+            if type(exc) is TypeError:
+                exc.add_note(note)
+                permanent(exc)
+                raise
+            error = TypeError(str(exc))  # an out-of-range float, a NUL: still a type JSON lacks
+            error.add_note(note)
+            raise permanent(error) from exc
 
 
 def _has_nul(value: Any) -> bool:
@@ -113,12 +123,6 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     if _loop is None or _loop.is_closed():
         _loop = asyncio.new_event_loop()
     return _loop
-
-
-def _will_retry(exc: BaseException, ctx: JobContext) -> bool:
-    """As the store will decide (``jobs.store.fail``): another try follows unless the error
-    is permanent or this was the last try."""
-    return not isinstance(exc, PermanentError | UnknownJobType) and ctx.attempt < ctx.max_attempts
 
 
 def _error_of(exc: BaseException) -> TaskError:

@@ -1,4 +1,4 @@
-"""In-memory fakes of the provider interfaces, for tests and local experiments."""
+"""In-memory fakes of the provider interfaces (``workspaces.providers``), for the tests."""
 
 from __future__ import annotations
 

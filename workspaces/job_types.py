@@ -1,0 +1,16 @@
+"""The names of the workspace job types, each spelled once: ``workspaces/tasks.py`` declares
+its types under these, and the services, webhooks, admin and commands enqueue and look jobs
+up by them. (The declarations cannot be imported there: they import the services.) The
+names are stored in rows, so never rename one; add a new name."""
+
+INGEST_REPOSITORY = "repository.ingest"
+ANALYSE_REPOSITORY = "repository.analyse"
+AI_WORKFLOW = "ai.workflow"
+SYNC_PULL_REQUESTS = "pullrequest.sync"
+SYNC_CHECKS = "checks.sync"
+SYNC_WORK_CONNECTION = "workmanagement.sync"
+DERIVE_BRAIN = "brain.derive"
+MINE_DECISIONS = "decisions.mine"
+PROVISION_WORKSPACE = "workspace.provision"
+BUILD_CAPSULES = "capsules.retrospective"
+PURGE_RETAINED_BODIES = "retention.purge"
