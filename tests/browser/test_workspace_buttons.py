@@ -11,8 +11,8 @@ from jobs.models import Job, Status
 from tests.admin_jobs import PASSWORD
 from tests.browser.test_admin_browser import CHROMIUM, browser, screenshot  # noqa: F401 - the fixture
 from tests.support.git_repos import Origin
+from workspaces.job_types import INGEST_REPOSITORY
 from workspaces.models import Repository
-from workspaces.services.triggers import INGEST
 
 from ..workspaces.factories import RepositoryFactory
 
@@ -48,7 +48,7 @@ def test_reindex_button__queues_one_ingest_links_to_it_and_a_worker_fetches_the_
     for _ in range(2):
         page.click("button.job-button:has-text('Re-index')")
         page.wait_for_selector(".messagelist .success")
-    job = Job.objects.get(type=INGEST)
+    job = Job.objects.get(type=INGEST_REPOSITORY)
     message = page.inner_text(".messagelist .success")
     assert f"Re-index for {repository.name}: repository.ingest job #{job.pk} is queued." in message
     screenshot(page, "workspace_reindex_queued.png")
@@ -66,5 +66,5 @@ def test_reindex_button__queues_one_ingest_links_to_it_and_a_worker_fetches_the_
     assert (repository.commit_sha, repository.kind) == (commit, "django-project")
     page.reload()
     assert "succeeded" in page.inner_text("#content").lower()
-    assert Job.objects.filter(type=INGEST).count() == 1
+    assert Job.objects.filter(type=INGEST_REPOSITORY).count() == 1
     assert Repository.objects.get(pk=repository.pk).paths == ["app/views.py", "manage.py"]

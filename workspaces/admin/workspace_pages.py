@@ -1,0 +1,61 @@
+"""Workspaces: Provision, their repositories inline; saving a new one queues its provisioning."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from jobs import JobButton, RecordJobsMixin
+from workspaces import job_types, models
+from workspaces.admin.common import SystemTimestamps, queue_jobs
+from workspaces.services import triggers
+
+
+class RepositoryInline(admin.TabularInline):
+    model = models.Repository
+    fields = ["name", "url", "status", "primary_language", "kind", "file_count"]
+    readonly_fields = ["status", "primary_language", "kind", "file_count"]
+    extra = 0
+
+
+@admin.register(models.Workspace)
+class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
+    list_display = ["name", "organization", "status", "provisioned_at", "last_job"]
+    list_filter = ["status"]
+    search_fields = ["name"]
+    inlines = [RepositoryInline]
+    # Set by provisioning, brain.derive (the workspace's "brain") and the database.
+    readonly_fields = ["status", "provisioned_at", "context", "created_at"]
+    actions = ["provision", "mine_decisions"]
+    jobs_subject = "workspace_id"
+    job_buttons = (JobButton("provision", "Provision", triggers.request_provision),)
+
+    def save_related(self, request, form, formsets, change) -> None:
+        # Runs inside the admin's transaction, after the inline repositories are saved: a
+        # new workspace is provisioned from them (which ingests them); a repository added
+        # to an existing workspace is ingested on its own.
+        super().save_related(request, form, formsets, change)
+        if not change:
+            triggers.workspace_created(form.instance)
+            return
+        for formset in formsets:
+            if formset.model is models.Repository:
+                for repository in formset.new_objects:
+                    triggers.request_ingest(repository)
+
+    @admin.action(description="Provision", permissions=["change"])
+    def provision(self, request, queryset) -> None:
+        queue_jobs(
+            self,
+            request,
+            job_types.PROVISION_WORKSPACE,
+            [{"workspace_id": pk} for pk in queryset.values_list("pk", flat=True)],
+        )
+
+    @admin.action(description="Mine decisions", permissions=["change"])
+    def mine_decisions(self, request, queryset) -> None:
+        queue_jobs(
+            self,
+            request,
+            job_types.MINE_DECISIONS,
+            [{"workspace_id": pk} for pk in queryset.values_list("pk", flat=True)],
+        )
