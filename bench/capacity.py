@@ -200,7 +200,7 @@ def claim_cost(runs: int = 30) -> dict[str, float]:
 
     import jobs
     from bench.lib import engine
-    from jobs import sql
+    from jobs.drivers import postgres
 
     engine.reset()
     jobs.enqueue_many("test.noop", [{} for _ in range(10_000)])
@@ -213,7 +213,7 @@ def claim_cost(runs: int = 30) -> dict[str, float]:
         for _ in range(runs):
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(
-                    "EXPLAIN (ANALYZE, FORMAT JSON) " + sql.CLAIM_ONE_QUEUE,
+                    "EXPLAIN (ANALYZE, FORMAT JSON) " + postgres.CLAIM_ONE_QUEUE,
                     {"worker": "bench", "queue": "default", "limit": limit},
                 )
                 plan = cursor.fetchone()[0]

@@ -27,7 +27,7 @@ if not os.environ.get("VAR_DIR") or os.environ.get("TEST_VAR_DIR_OF", _PROCESS) 
     atexit.register(shutil.rmtree, os.environ["VAR_DIR"], True)
 
 from config.settings import *  # noqa: E402,F403
-from config.settings import INSTALLED_APPS, TASKS  # noqa: E402
+from config.settings import DATABASES, INSTALLED_APPS, TASKS  # noqa: E402
 
 # The tests' git servers and provider stand-ins listen on this machine over plain HTTP, and
 # their repositories live in temporary folders: allowed here, by name, as an operator would.
@@ -54,3 +54,8 @@ TASKS = {
         },
     }
 }
+# On the embedded default (DATABASE_URL=sqlite:///…; the driver conformance suite runs there
+# too), a test database in a file, not in memory: SQLite's shared in-memory cache makes a
+# second session fail at once on a table lock instead of waiting, unlike the embedded default.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    DATABASES["default"]["TEST"] = {"NAME": f"{DATABASES['default']['NAME']}.test"}

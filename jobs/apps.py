@@ -1,12 +1,9 @@
 from django.apps import AppConfig
-from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 from django.tasks import task_backends
 from django.utils.module_loading import autodiscover_modules
-
-from jobs import sql
 
 
 class JobsConfig(AppConfig):
@@ -20,7 +17,7 @@ class JobsConfig(AppConfig):
     def ready(self) -> None:
         from jobs import checks  # noqa: F401 - registers the engine's system checks
 
-        connection_created.connect(_mariadb_speaks_utc, dispatch_uid="jobs.mariadb_utc")
+        connection_created.connect(_prepare_session, dispatch_uid="jobs.prepare_session")
         autodiscover_modules("tasks")
         # The project's task backends, created now: an adapter among them (the engine's
         # own, jobs.django_tasks) adds its resolver to the registry as it is created, so a
@@ -45,13 +42,12 @@ def _guard_django_q() -> None:
         pre_enqueue.connect(guard_task, dispatch_uid="jobs.schedule_guard")
 
 
-def _mariadb_speaks_utc(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
-    """With USE_TZ, Django stores UTC in MariaDB's zone-less columns but leaves the session
-    in the server's time zone; the engine's SQL compares those columns with
-    CURRENT_TIMESTAMP, so every session speaks UTC (a project's own settings need not)."""
-    if connection.vendor == "mysql" and settings.USE_TZ:
-        with connection.cursor() as cursor:
-            cursor.execute(sql.MARIADB_SESSION_UTC)
+def _prepare_session(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
+    """Every new session as its driver wants it (on MariaDB: in UTC, as the engine's SQL
+    compares the columns with CURRENT_TIMESTAMP)."""
+    from jobs.drivers import for_connection
+
+    for_connection(connection).prepare_session(connection)
 
 
 def _install_timers(sender: AppConfig, using: str = "default", **kwargs: object) -> None:

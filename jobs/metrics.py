@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Count, Min
 from django.utils import timezone
 
-from jobs import registry, sql
+from jobs import registry
 from jobs.conf import jobs_settings
+from jobs.drivers import driver
 from jobs.models import Job, Status, Worker
 
 logger = logging.getLogger("jobs.metrics")
@@ -217,37 +218,11 @@ def _snapshot() -> Iterator[None]:
     counted once, not twice or never. Only when this opens the transaction: inside a
     caller's transaction the isolation level is fixed, and a timeout would outlive us.
     """
-    if connection.in_atomic_block or connection.vendor not in ("postgresql", "mysql"):
+    if connection.in_atomic_block:
         yield
         return
-    if connection.vendor == "mysql":
-        with _mariadb_snapshot():
-            yield
-        return
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(sql.METRICS_SNAPSHOT)
-            cursor.execute(sql.METRICS_STATEMENT_TIMEOUT, [str(STATEMENT_TIMEOUT_MS)])
+    with driver().metrics_snapshot(STATEMENT_TIMEOUT_MS):
         yield
-
-
-@contextmanager
-def _mariadb_snapshot() -> Iterator[None]:
-    """``_snapshot`` on MariaDB: the isolation level is set for the transaction about to
-    start, and the timeout (a session variable; MariaDB has no transaction-local one) is
-    put back as it was when the transaction ends."""
-    timeout = getattr(connection, "mysql_is_mariadb", False)  # MySQL 8 has no max_statement_time
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(sql.METRICS_SNAPSHOT)
-            if timeout:
-                cursor.execute(sql.MARIADB_SWAP_STATEMENT_TIME, [STATEMENT_TIMEOUT_MS / 1000])
-        try:
-            yield
-        finally:
-            if timeout:
-                with connection.cursor() as cursor:
-                    cursor.execute(sql.MARIADB_RESTORE_STATEMENT_TIME)
 
 
 def metric_data(figures: Figures) -> list[dict[str, Any]]:

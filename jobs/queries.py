@@ -12,16 +12,13 @@ which is what a record's admin page shows.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Mapping
-from functools import reduce
 from typing import Any
 
-from django.db import connection
-from django.db.models import Exists, Q, QuerySet, Subquery
-from django.db.models.expressions import RawSQL
+from django.db.models import Exists, Q, QuerySet
 
-from jobs import registry, sql, store
+from jobs import registry, store
+from jobs.drivers import driver
 from jobs.keys import KeyTemplate
 from jobs.models import ACTIVE, Job
 
@@ -95,7 +92,7 @@ def latest_jobs_about(field: str, values: Iterable[Any]) -> dict[Any, Job]:
     query: a list page's "last job" column costs one statement, not one per row.
 
     Each key's newest job is the first entry of the ``jobs_dedupe_key`` index (dedupe_key,
-    id) read backwards (``sql.NEWEST_OF_KEYS`` on PostgreSQL; a subquery per key elsewhere),
+    id) read backwards (the driver's ``newest_of_keys``: one statement on PostgreSQL, a subquery per key elsewhere),
     so kept history does not slow it down. The rows carry no payload and no error: a list
     shows neither.
     """
@@ -110,20 +107,7 @@ def latest_jobs_about(field: str, values: Iterable[Any]) -> dict[Any, Job]:
                 by_key[key] = value
     if not by_key:
         return {}
-    if connection.vendor == "postgresql":
-        newest = Q(pk__in=RawSQL(sql.NEWEST_OF_KEYS, [list(by_key), types]))
-    else:
-        newest = reduce(
-            operator.or_,
-            (
-                Q(
-                    pk=Subquery(
-                        Job.objects.filter(type__in=types, dedupe_key=key).order_by("-id").values("id")[:1]
-                    )
-                )
-                for key in by_key
-            ),
-        )
+    newest = driver().newest_of_keys(list(by_key), types)
     latest: dict[Any, Job] = {}
     for job in Job.objects.filter(newest).defer("payload", "error"):
         value = by_key[job.dedupe_key]  # type: ignore[index]  # every row matched a key

@@ -3,7 +3,9 @@
 enqueue, enqueue_many, enqueue_task, claim, claim_job, complete, complete_in_transaction, fail,
 reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
 recover_worker, prune; and task_rows, the read django.tasks tasks' results are built from.
-The worker calls these; it never writes SQL itself.
+The worker calls these; it never writes SQL itself. Neither does this module: how a
+database does a verb is its driver's (``jobs.drivers``); what the verb means (which
+transition applies, the fence, the backoff, what a reap or a release does) is decided here.
 
 Every fenced verb (complete, complete_in_transaction, fail, reschedule, release,
 set_progress) applies only while the job is still running under the same worker and
@@ -14,20 +16,21 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
-import psycopg
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.db.models.functions import Now
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
-from jobs import registry, retries, sql, validation
+from jobs import registry, retries, validation
 from jobs.conf import jobs_settings
+from jobs.drivers import driver
+from jobs.drivers.protocol import Batch, ClaimedJob
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
@@ -39,17 +42,6 @@ BUDGET_EXHAUSTED = "Worker died and the retry budget is exhausted."
 REQUEUED_AT_SHUTDOWN = "Stopped at worker shutdown and requeued."
 CANCELLED = "Cancelled."
 DISMISSED = "Dismissed by an administrator."
-
-
-class ClaimedJob(NamedTuple):
-    """A claimed job as the worker needs it: no model instance in the hot loop."""
-
-    id: int
-    type: str
-    payload: str  # JSON text, parsed by the child process that runs it
-    attempt: int
-    max_attempts: int
-    queue: str  # the row's, which a lane's fair share counts by
 
 
 @dataclass(frozen=True)
@@ -66,47 +58,9 @@ class Failure:
         return f"{self.error_class}: {self.message}" if self.message else self.error_class
 
 
-def _on_postgres() -> bool:
-    return connection.vendor == "postgresql"
-
-
-def _on_mariadb() -> bool:
-    return connection.vendor == "mysql"  # MariaDB, or MySQL 8
-
-
-def _placeholders(values: Sequence[object]) -> str:
-    return ", ".join(["%s"] * len(values))
-
-
-def _run_prepared(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """Run a hot-path statement as a server-side prepared statement.
-
-    Django's cursors bind parameters on the client and never prepare (for the sake of
-    connection poolers); the claim and the acknowledgement run thousands of times a second,
-    so they skip parsing and planning. ``JOBS_PREPARED_STATEMENTS=false`` turns this off
-    for a pooler that cannot keep prepared statements.
-    """
-    connection.ensure_connection()
-    raw = connection.connection
-    with connection.wrap_database_errors:
-        if not jobs_settings.PREPARED_STATEMENTS:
-            with raw.cursor() as cursor:
-                cursor.execute(statement, params)
-                return cursor.fetchall()
-        if raw.prepare_threshold is None:
-            raw.prepare_threshold = 2**31 - 1  # prepare only what asks for it explicitly
-        with psycopg.Cursor(raw) as cursor:
-            cursor.execute(statement, params, prepare=True)
-            return cursor.fetchall()
-
-
 def notify(queues: Iterable[str]) -> None:
     """Wake idle workers of these queues (at commit). Enqueue does it by trigger."""
-    if not _on_postgres():
-        return
-    with connection.cursor() as cursor:
-        for queue in sorted(set(queues)):
-            cursor.execute(sql.NOTIFY, [sql.CHANNEL, queue])
+    driver().notify(sorted(set(queues)))
 
 
 # --- enqueue ------------------------------------------------------------------------------
@@ -195,31 +149,7 @@ def _dedupe_key(job_type: registry.JobType, payload: dict[str, Any], given: str 
 
 def _insert_one(fields: dict[str, Any], payload_text: str) -> Job | None:
     """Insert one job; None when an active job already holds its dedupe key."""
-    if _on_postgres():
-        # One prepared statement and one round trip: enqueue is on every producer's path.
-        rows = _run_prepared(
-            sql.INSERT_ONE,
-            {**fields, "payload": payload_text, "run_at": fields.get("run_at")},
-        )
-        if not rows:
-            return None
-        job_id, run_at, created_at = rows[0]
-        job = Job(
-            id=job_id,
-            run_at=run_at,
-            created_at=created_at,
-            **{k: v for k, v in fields.items() if k != "run_at"},
-        )
-        job._state.adding = False
-        job._state.db = connection.alias
-        return job
-    if fields["dedupe_key"] is None:
-        return Job.objects.create(**fields)
-    try:
-        with transaction.atomic():  # a savepoint when the caller has a transaction
-            return Job.objects.create(**fields)
-    except IntegrityError:
-        return None
+    return driver().insert_one(fields, payload_text)
 
 
 def enqueue_many(
@@ -256,50 +186,17 @@ def enqueue_many(
     priority_number = validation.priority(priority if priority is not None else job_type.priority)
     added = 0
     for start in range(0, len(texts), batch_size):
-        chunk, chunk_keys = texts[start : start + batch_size], keys[start : start + batch_size]
-        if _on_postgres():
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    sql.INSERT_MANY,
-                    {
-                        "type": job_type.name,
-                        "queue": job_type.queue,
-                        "priority": priority_number,
-                        "run_at": run_at,
-                        "max_attempts": job_type.attempts,
-                        "payloads": chunk,
-                        "dedupe_keys": chunk_keys,
-                    },
-                )
-                added += cursor.rowcount
-        elif _on_mariadb():
-            now = timezone.now()
-            with connection.cursor() as cursor:
-                cursor.executemany(
-                    sql.MARIADB_INSERT_MANY,
-                    [
-                        (job_type.name, job_type.queue, priority_number, text, key, run_at or now,
-                         job_type.attempts, now, *sql.MARIADB_INSERT_MANY_CONSTANTS)
-                        for text, key in zip(chunk, chunk_keys, strict=True)
-                    ],
-                )  # fmt: skip
-                added += cursor.rowcount
-        else:
-            rows = [
-                Job(
-                    type=job_type.name,
-                    queue=job_type.queue,
-                    priority=priority_number,
-                    payload=json.loads(text),
-                    dedupe_key=key,
-                    max_attempts=job_type.attempts,
-                    run_at=run_at or timezone.now(),
-                )
-                for text, key in zip(chunk, chunk_keys, strict=True)
-            ]
-            before = Job.objects.count()
-            Job.objects.bulk_create(rows, ignore_conflicts=True)
-            added += Job.objects.count() - before
+        added += driver().insert_many(
+            Batch(
+                type=job_type.name,
+                queue=job_type.queue,
+                priority=priority_number,
+                max_attempts=job_type.attempts,
+                run_at=run_at,
+                payloads=texts[start : start + batch_size],
+                dedupe_keys=keys[start : start + batch_size],
+            )
+        )
     return added
 
 
@@ -310,40 +207,7 @@ def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
     """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order."""
     if limit <= 0 or not queues:
         return []
-    if _on_postgres():
-        if len(queues) == 1:
-            rows = _run_prepared(sql.CLAIM_ONE_QUEUE, {"worker": worker, "queue": queues[0], "limit": limit})
-        else:
-            rows = _run_prepared(sql.CLAIM_QUEUES, {"worker": worker, "queues": list(queues), "limit": limit})
-        return [ClaimedJob(*row) for row in rows]
-    if _on_mariadb():
-        return _claim_mariadb(worker, queues, limit)
-    # Portable path (SQLite): the IMMEDIATE transaction serialises claimers, so the
-    # select-then-update pair cannot hand one job to two workers.
-    with transaction.atomic():
-        ids = list(
-            Job.objects.select_for_update(skip_locked=True)
-            .filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
-            .order_by("priority", "run_at", "id")
-            .values_list("id", flat=True)[:limit]
-        )
-        if not ids:
-            return []
-        Job.objects.filter(id__in=ids).update(
-            status=Status.RUNNING,
-            attempts=F("attempts") + 1,
-            locked_by=worker,
-            started_at=Now(),
-            heartbeat_at=Now(),
-            finished_at=None,
-            progress=None,
-            progress_message="",
-        )
-        claimed = Job.objects.filter(id__in=ids).order_by("priority", "run_at", "id")
-        return [
-            ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts, job.queue)
-            for job in claimed
-        ]
+    return driver().claim(worker, queues, limit)
 
 
 def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
@@ -369,50 +233,31 @@ def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
     )
 
 
-def _claim_mariadb(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
-    """The claim on MariaDB: three statements in one short transaction (``jobs.sql``)."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        if len(queues) == 1:
-            cursor.execute(sql.MARIADB_CLAIM_ONE_QUEUE, [queues[0], limit])
-        else:
-            cursor.execute(sql.MARIADB_CLAIM_QUEUES.format(queues=_placeholders(queues)), [*queues, limit])
-        ids = [row[0] for row in cursor.fetchall()]
-        if not ids:
-            return []
-        cursor.execute(sql.MARIADB_MARK_CLAIMED.format(ids=_placeholders(ids)), [worker, *ids])
-        cursor.execute(sql.MARIADB_CLAIMED_ROWS.format(ids=_placeholders(ids)), ids)
-        return [ClaimedJob(*row) for row in cursor.fetchall()]
-
-
 def task_rows(job_ids: Sequence[int]) -> dict[int, tuple[Job, bool]]:
     """django.tasks tasks' rows (the fields their results need), each with whether it has
     failed tries, by id; ids without a row are left out. A worker reads them before every
-    try of a task, so on PostgreSQL it is one prepared statement for a whole batch."""
+    try of a task, so the driver reads a whole batch at once."""
     if not job_ids:
         return {}
-    if not _on_postgres():
-        tried = set(JobAttempt.objects.filter(job_id__in=job_ids).values_list("job_id", flat=True))
-        return {job.pk: (job, job.pk in tried) for job in Job.objects.filter(pk__in=job_ids)}
     found = {}
-    for (id_, type_, queue, priority, status, payload, run_at, created_at, started_at, finished_at,
-         locked_by, result, tried) in _run_prepared(sql.TASK_ROWS, {"ids": list(job_ids)}):  # fmt: skip
+    for row in driver().task_rows(job_ids):
         job = Job(
-            id=id_,
-            type=type_,
-            queue=queue,
-            priority=priority,
-            status=status,
-            payload=json.loads(payload),
-            run_at=run_at,
-            created_at=created_at,
-            started_at=started_at,
-            finished_at=finished_at,
-            locked_by=locked_by,
-            result=None if result is None else json.loads(result),
+            id=row.id,
+            type=row.type,
+            queue=row.queue,
+            priority=row.priority,
+            status=row.status,
+            payload=json.loads(row.payload),
+            run_at=row.run_at,
+            created_at=row.created_at,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+            locked_by=row.locked_by,
+            result=None if row.result is None else json.loads(row.result),
         )
         job._state.adding = False
         job._state.db = connection.alias
-        found[id_] = (job, tried)
+        found[row.id] = (job, row.tried)
     return found
 
 
@@ -425,41 +270,10 @@ def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str
     """
     if not done:
         return []
-    ids = [job_id for job_id, _ in done]
-    if _on_postgres():
-        params: dict[str, Any] = {"ids": ids, "attempts": [attempt for _, attempt in done], "worker": worker}
-        if results is None:
-            rows = _run_prepared(sql.COMPLETE, params)
-        else:
-            rows = _run_prepared(sql.COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
-        applied = [row[0] for row in rows]
-    elif _on_mariadb() and results is None:
-        applied = _complete_mariadb(worker, done)
-    else:
-        applied = []
-        with transaction.atomic():
-            for index, (job_id, attempt) in enumerate(done):
-                stored = {} if results is None else {"result": json.loads(results[index])}
-                if _fenced(worker, job_id, attempt).update(
-                    status=Status.SUCCEEDED, finished_at=Now(), progress=100, error="", **stored
-                ):
-                    applied.append(job_id)
+    applied = driver().complete_many(worker, done, results)
     if len(applied) != len(done):
-        dropped = sorted(set(ids) - set(applied))
+        dropped = sorted({job_id for job_id, _ in done} - set(applied))
         logger.warning("Dropped late results of jobs %s: no longer running under %s.", dropped, worker)
-    return applied
-
-
-def _complete_mariadb(worker: str, done: Sequence[tuple[int, int]]) -> list[int]:
-    """The acknowledgement on MariaDB: two statements in one short transaction, whatever
-    the batch's size (lock the rows still ours, mark those whose attempt matches)."""
-    ids = [job_id for job_id, _ in done]
-    attempt_of = dict(done)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql.MARIADB_LOCK_RUNNING.format(ids=_placeholders(ids)), [*ids, worker])
-        applied = [job_id for job_id, attempts in cursor.fetchall() if attempt_of[job_id] == attempts]
-        if applied:
-            cursor.execute(sql.MARIADB_COMPLETE.format(ids=_placeholders(applied)), applied)
     return applied
 
 
@@ -475,19 +289,13 @@ def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
     """
     if not connection.in_atomic_block:
         raise TransactionManagementError("complete_in_transaction() runs inside the handler's transaction.")
-    # One UPDATE whose WHERE is the fence; its row count (1 or 0) is the answer, so the same
-    # ORM statement serves PostgreSQL, SQLite and MariaDB (which has no UPDATE … RETURNING).
-    # It locks the one job row, through the primary key, until the handler's transaction
-    # commits a moment later; the worker's heartbeat of that row waits that long.
-    applied = _fenced(worker, job_id, attempt).update(
-        status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
+    # The fenced UPDATE locks the one job row until the handler's transaction commits a
+    # moment later; the worker's heartbeat of that row waits that long.
+    applied = driver().set_state_if_running(
+        worker, job_id, attempt, status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
     )
     if not applied:
         raise FencedOff(f"Job #{job_id} try {attempt} is no longer running under {worker}.")
-
-
-def _fenced(worker: str, job_id: int, attempt: int):
-    return Job.objects.filter(id=job_id, attempts=attempt, locked_by=worker, status=Status.RUNNING)
 
 
 def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None:
@@ -497,7 +305,7 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
     """
     with transaction.atomic():
         # Locks the one job row until the attempt is recorded.
-        job = _fenced(worker, job_id, attempt).select_for_update().first()
+        job = driver().lock_if_running(worker, job_id, attempt)
         if job is None:
             logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
             return None
@@ -544,7 +352,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
     at = min(at, timezone.now() + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
     with transaction.atomic():
         # Locks the one job row until it is queued again and the try is recorded.
-        job = _fenced(worker, job_id, attempt).select_for_update().first()
+        job = driver().lock_if_running(worker, job_id, attempt)
         if job is None:
             logger.warning("Dropped late reschedule of job %s try %s: no longer ours.", job_id, attempt)
             return False
@@ -583,9 +391,11 @@ def release(worker: str, items: Sequence[tuple[int, int]], message: str = "") ->
     queues: set[str] = set()
     with transaction.atomic():
         for job_id, attempt in items:
-            rows = _fenced(worker, job_id, attempt)
-            queue = rows.values_list("queue", flat=True).first()
-            if queue and rows.update(
+            job = driver().lock_if_running(worker, job_id, attempt)
+            if job is not None and driver().set_state_if_running(
+                worker,
+                job_id,
+                attempt,
                 status=Status.QUEUED,
                 attempts=F("attempts") - 1,
                 locked_by=None,
@@ -597,7 +407,7 @@ def release(worker: str, items: Sequence[tuple[int, int]], message: str = "") ->
                 message=message,
             ):
                 released += 1
-                queues.add(queue)
+                queues.add(job.queue)
         notify(queues)
     return released
 
@@ -618,10 +428,8 @@ def heartbeat(worker: str, job_ids: Iterable[int] | None = None) -> int:
 
 
 def set_progress(worker: str, job_id: int, attempt: int, percent: int, message: str) -> bool:
-    return bool(
-        _fenced(worker, job_id, attempt).update(
-            progress=percent, progress_message=message[:500], heartbeat_at=Now()
-        )
+    return driver().set_state_if_running(
+        worker, job_id, attempt, progress=percent, progress_message=message[:500], heartbeat_at=Now()
     )
 
 
@@ -732,26 +540,26 @@ def reap(now: datetime | None = None) -> ReapResult:
     jobs a dead worker had prefetched come back as soon as it is known dead).
     """
     now = now or timezone.now()
-    dead_workers = Worker.objects.filter(
-        last_seen__lt=now - timedelta(seconds=jobs_settings.WORKER_LEASE)
-    ).values("name")
-    silent = Q(heartbeat_at__lt=now - timedelta(seconds=jobs_settings.REAP_AFTER)) | Q(
-        locked_by__in=dead_workers
-    )
-    return _take_back(Job.objects.filter(silent, status=Status.RUNNING))
+    heartbeat_before = now - timedelta(seconds=jobs_settings.REAP_AFTER)
+    seen_before = now - timedelta(seconds=jobs_settings.WORKER_LEASE)
+    return _take_back(lambda: driver().reap(heartbeat_before, seen_before, TAKE_BACK_BATCH))
 
 
 def recover_worker(name: str) -> ReapResult:
     """On start: jobs still marked running under this worker's name cannot be running."""
-    return _take_back(Job.objects.filter(status=Status.RUNNING, locked_by=name))
+    return _take_back(lambda: driver().take_back(name, TAKE_BACK_BATCH))
 
 
-def _take_back(running) -> ReapResult:
+TAKE_BACK_BATCH = 1000  # running jobs taken back in one transaction
+
+
+def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
+    """Each job ``lock_running`` locks (inside this transaction, skipping rows another
+    reaper holds) counts as a lost try: queued again after its backoff, or failed."""
     requeued = failed = 0
     queues: set[str] = set()
     with transaction.atomic():
-        # SKIP LOCKED: two reapers at once split the rows instead of waiting on each other.
-        jobs = list(running.select_for_update(skip_locked=True).order_by("id")[:1000])
+        jobs = lock_running()
         now = timezone.now()
         for job in jobs:
             worker = job.locked_by or ""
@@ -798,21 +606,7 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
         older_than = timedelta(days=jobs_settings.KEEP_FINISHED_DAYS)
     batch_size = batch_size or jobs_settings.PRUNE_BATCH
     cutoff = timezone.now() - older_than
-    total = 0
-    while True:
-        # Each batch is its own short transaction so pruning never holds many locks.
-        ids = list(
-            Job.objects.filter(
-                Q(status__in=(Status.SUCCEEDED, Status.CANCELLED), finished_at__lt=cutoff)
-                | Q(status=Status.FAILED, dismissed_at__lt=cutoff)
-            )
-            .order_by("id")  # oldest first, along the primary key
-            .values_list("id", flat=True)[:batch_size]
-        )
-        if not ids:
-            break
-        deleted, _ = Job.objects.filter(id__in=ids).delete()
-        total += deleted
+    total = driver().prune(finished_before=cutoff, dismissed_before=cutoff, batch_size=batch_size)
     Worker.objects.filter(stopped_at__lt=cutoff).delete()
     return total
 

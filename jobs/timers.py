@@ -24,17 +24,16 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.apps import apps
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from jobs import sql
+from jobs.drivers import driver
 from jobs.timetable import declarations
 
 logger = logging.getLogger("jobs.timers")
@@ -212,51 +211,10 @@ class _StepLocks:
     @contextmanager
     def hold_all(self, names: Sequence[str]) -> Iterator[bool]:
         """Every lock of ``names`` at once, or none (False) when one is held elsewhere."""
-        if connection.vendor == "mysql":
-            yield from self._hold_named_locks(names)
-            return
-        if connection.vendor != "postgresql":
-            yield True
-            return
-        session = self._open()
-        session.set_autocommit(False)
-        try:
-            held = True
-            with session.cursor() as cursor:
-                for name in names:
-                    cursor.execute(sql.TRY_LOCK_TIMER_STEP, [_advisory_key(name)])
-                    row = cursor.fetchone()
-                    if not (row and row[0]):
-                        held = False
-                        break
+        with driver().try_lock_steps(self._open(), names) as held:
             yield held
-        finally:
-            session.rollback()  # ends the transaction: every lock it took goes with it
-            session.set_autocommit(True)
-
-    def _hold_named_locks(self, names: Sequence[str]) -> Iterator[bool]:
-        session = self._open()
-        taken: list[int] = []
-        try:
-            with session.cursor() as cursor:
-                for name in names:
-                    key = zlib.crc32(name.encode())
-                    cursor.execute(sql.MARIADB_TRY_LOCK_TIMER_STEP, [key])
-                    row = cursor.fetchone()
-                    if not (row and row[0] == 1):
-                        break
-                    taken.append(key)
-            yield len(taken) == len(names)
-        finally:
-            with session.cursor() as cursor:
-                for key in taken:
-                    cursor.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [key])
 
     def _open(self) -> BaseDatabaseWrapper:
         if self._session is None:
             self._session = connections.create_connection(DEFAULT_DB_ALIAS)
         return self._session
-
-
-def _advisory_key(step: str) -> int:
-    return zlib.crc32(f"jobs.timer:{step}".encode())

@@ -322,12 +322,12 @@ def recovery(total: int, workers: int, outage: float = 1.0) -> float:
 
 def claim_plan() -> str:
     """How the claim of a lane serving several queues reads its rows."""
-    from jobs import sql
+    from jobs.drivers import mariadb
 
     with connection.cursor() as cursor:
         if on_mariadb():
             # MariaDB's ANALYZE runs the statement and reports what each step read and took.
-            statement = sql.MARIADB_CLAIM_QUEUES.format(queues="%s, %s")
+            statement = mariadb.CLAIM_QUEUES.format(queues="%s, %s")
             cursor.execute(f"ANALYZE FORMAT=JSON {statement}", ["ai", "default", 32])
             return cursor.fetchone()[0]
         cursor.execute(

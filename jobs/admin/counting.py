@@ -8,7 +8,6 @@ further than that either (see ``bench/admin_page.py``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -16,12 +15,11 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.paginator import Page, Paginator
-from django.db import connection
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
-from jobs import sql
+from jobs.drivers import driver
 from jobs.models import Job, Status
 
 #: Counts (tiles, paginator) are exact up to this many rows; beyond it they are estimated
@@ -83,33 +81,7 @@ def status_counts(statuses: Iterable[str] = TILE_STATUSES) -> dict[str, StatusCo
 def _estimate(status: str) -> int:
     """The planner's row estimate for one status (from pg_statistic on PostgreSQL, from an
     index dive on MariaDB), or 0 elsewhere."""
-    if connection.vendor == "mysql":
-        rows = _explained_rows(sql.MARIADB_ESTIMATE_STATUS_ROWS, [status])
-        total = _explained_rows(sql.MARIADB_ESTIMATE_TABLE_ROWS, [])
-        if rows * 2 + 1 >= total:  # InnoDB's cap (half the table, rounded down): count the others
-            others = _explained_rows(sql.MARIADB_ESTIMATE_OTHER_STATUS_ROWS, [status])
-            rows = max(rows, total - others)
-        return rows
-    if connection.vendor != "postgresql":
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(sql.ESTIMATE_STATUS_ROWS, [status])
-        row = cursor.fetchone()
-    if row is None:  # EXPLAIN always answers; this only satisfies the type of fetchone()
-        return 0
-    plan = row[0]
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    return int(plan[0]["Plan"]["Plan Rows"])
-
-
-def _explained_rows(statement: str, params: list[str]) -> int:
-    """The ``rows`` column of MariaDB's EXPLAIN of a one-table statement."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        names = [column[0] for column in cursor.description]
-        found = cursor.fetchone()
-    return int(found[names.index("rows")] or 0) if found else 0
+    return driver().estimate_rows(status)
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,18 @@
-"""Enqueue sends NOTIFY by trigger on PostgreSQL (see jobs/sql.py); other databases poll."""
+"""Enqueue sends NOTIFY by trigger on PostgreSQL (see jobs/drivers/postgres.py); other databases poll."""
 
 from django.db import migrations
 
-from jobs import sql
+from jobs.drivers import postgres
 
 
 def create_trigger(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(sql.CREATE_NOTIFY_TRIGGER)
+        schema_editor.execute(postgres.CREATE_NOTIFY_TRIGGER)
 
 
 def drop_trigger(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(sql.DROP_NOTIFY_TRIGGER)
+        schema_editor.execute(postgres.DROP_NOTIFY_TRIGGER)
 
 
 class Migration(migrations.Migration):

@@ -1,21 +1,21 @@
 """MariaDB and MySQL have no partial indexes: Django skips the model's conditional indexes
 and the conditional unique constraint there, and this migration builds their equivalents
-(``jobs.sql``, under "MariaDB"). PostgreSQL and SQLite keep the partial ones."""
+(``jobs.drivers.mariadb``, under "schema"). PostgreSQL and SQLite keep the partial ones."""
 
 from django.db import migrations
 
-from jobs import sql
+from jobs.drivers import mariadb
 
 
 def create(apps, schema_editor):
     if schema_editor.connection.vendor == "mysql":
-        for statement in sql.MARIADB_SCHEMA:
+        for statement in mariadb.SCHEMA:
             schema_editor.execute(statement)
 
 
 def drop(apps, schema_editor):
     if schema_editor.connection.vendor == "mysql":
-        for statement in sql.MARIADB_SCHEMA_UNDO:
+        for statement in mariadb.SCHEMA_UNDO:
             schema_editor.execute(statement)
 
 

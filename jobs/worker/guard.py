@@ -22,7 +22,7 @@ from django.db import InterfaceError, OperationalError, connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
-from jobs import sql
+from jobs.drivers import for_connection
 
 logger = logging.getLogger("jobs.worker")
 
@@ -125,15 +125,14 @@ def close_django_connection() -> None:
 
 def commit_asynchronously() -> None:
     """From now on, every new session of this process's default database commits without
-    waiting for the WAL flush (see ``jobs.sql.SUPERVISOR_ASYNC_COMMIT`` for why that is safe).
+    waiting for the WAL flush (see ``jobs.drivers.postgres.SUPERVISOR_ASYNC_COMMIT`` for why that is safe).
     Only for the supervisor: its children keep synchronous commits for the handlers' writes."""
     connection_created.connect(_set_async_commit, dispatch_uid="jobs.worker.async_commit")
 
 
 def _set_async_commit(sender: object, connection: BaseDatabaseWrapper, **kwargs: object) -> None:
-    if connection.vendor == "postgresql" and connection.alias == "default":
-        with connection.cursor() as cursor:
-            cursor.execute(sql.SUPERVISOR_ASYNC_COMMIT)
+    if connection.alias == "default":
+        for_connection(connection).prepare_supervisor_session(connection)
 
 
 def first_line(exc: BaseException) -> str:

@@ -1,5 +1,6 @@
-"""The LISTEN side of instant wake-up: a dedicated PostgreSQL connection on the channel the
-enqueue trigger notifies. Not used on other databases (workers poll there).
+"""The LISTEN side of instant wake-up: a dedicated connection on the channel the enqueue
+trigger notifies, where the driver ``listens`` (PostgreSQL). Not used on other databases
+(workers poll there).
 
 LISTEN belongs to a session, so behind a pooler in transaction mode
 (``JOBS_DATABASE_POOL_MODE=transaction``) the notices would go to whichever client holds that
@@ -13,12 +14,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from jobs import sql
 from jobs.conf import jobs_settings
+from jobs.drivers import driver
+from jobs.drivers.protocol import Subscription
 
 logger = logging.getLogger("jobs.worker")
 
@@ -30,11 +31,11 @@ def behind_transaction_pooler() -> bool:
 class Listener:
     def __init__(self) -> None:
         self._wrapper: BaseDatabaseWrapper | None = None
-        self._raw: psycopg.Connection[Any] | None = None  # kept: the wrapper forgets it on close
+        self._notices: Subscription | None = None
 
     @property
     def enabled(self) -> bool:
-        if connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
+        if not driver().listens:
             return False
         return jobs_settings.LISTEN_DATABASE is not None or not behind_transaction_pooler()
 
@@ -42,30 +43,28 @@ class Listener:
         """How this worker wakes up, for its start-up line."""
         if self.enabled:
             return "wakes on NOTIFY" + (" (direct connection)" if jobs_settings.LISTEN_DATABASE else "")
-        if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+        if driver().listens:
             return "polls: LISTEN needs a session, set JOBS_LISTEN_DATABASE_URL to wake at once"
         return "polls"
 
     def connect(self) -> None:
         self.close()
         wrapper = _new_wrapper()
-        wrapper.ensure_connection()
-        wrapper.connection.autocommit = True
-        wrapper.connection.execute(sql.LISTEN)
-        self._wrapper, self._raw = wrapper, wrapper.connection
+        self._wrapper = wrapper
+        self._notices = driver().listen(wrapper)
 
     @property
     def connected(self) -> bool:
-        return self._raw is not None and not self._raw.closed
+        return self._notices is not None and not self._notices.closed
 
     def fileno(self) -> int:
-        assert self._raw is not None
-        return self._raw.fileno()
+        assert self._notices is not None
+        return self._notices.fileno()
 
     def drain(self) -> set[str]:
         """Queues named in the notifications received so far (never blocks)."""
-        assert self._raw is not None
-        return {notice.payload for notice in self._raw.notifies(timeout=0)}
+        assert self._notices is not None
+        return self._notices.drain()
 
     def close(self) -> None:
         if self._wrapper is not None:
@@ -73,7 +72,8 @@ class Listener:
                 self._wrapper.close()
             except Exception:  # noqa: BLE001 - closing a broken connection may raise
                 logger.debug("Listener connection closed uncleanly.", exc_info=True)
-        self._wrapper = self._raw = None
+        self._wrapper = None
+        self._notices = None
 
 
 def _new_wrapper() -> BaseDatabaseWrapper:

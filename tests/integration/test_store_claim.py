@@ -12,7 +12,8 @@ import pytest
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from jobs import sql, store
+from jobs import store
+from jobs.drivers import mariadb, postgres
 from jobs.models import Job, Status
 from tests.support.database import on_mariadb
 
@@ -54,7 +55,7 @@ def test_claim__fifo_within_a_priority():
     assert [_claim_ids("w1", ["default"], 1)[0] for _ in ids] == ids
 
 
-def test_claim__marks_the_job_running_under_the_worker():
+def test_claim__marks_the_job_running_under_the_worker_and_names_its_queue():
     job = store.enqueue("test.noop", {"n": 1})
     [claimed] = store.claim("w1", ["default"], 5)
     assert claimed == store.ClaimedJob(job.pk, "test.noop", '{"n": 1}', 1, 3, "default")
@@ -146,9 +147,9 @@ def test_claim__plan_reads_the_claim_index_with_many_finished_jobs(queues):
         _assert_mariadb_claim_plan(queues)
         return
     statement, params = (
-        (sql.CLAIM_ONE_QUEUE, {"queue": queues[0]})
+        (postgres.CLAIM_ONE_QUEUE, {"queue": queues[0]})
         if len(queues) == 1
-        else (sql.CLAIM_QUEUES, {"queues": queues})
+        else (postgres.CLAIM_QUEUES, {"queues": queues})
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE jobs_job")
@@ -162,10 +163,10 @@ def _assert_mariadb_claim_plan(queues: list[str]) -> None:
     """MariaDB's plan of the claim's locking read: the status-first claim index, read in the
     claim's order (no filesort), with the queued rows' estimate, not the table's."""
     if len(queues) == 1:
-        statement, index = sql.MARIADB_CLAIM_ONE_QUEUE, "jobs_claim"
+        statement, index = mariadb.CLAIM_ONE_QUEUE, "jobs_claim"
     else:
         statement, index = (
-            sql.MARIADB_CLAIM_QUEUES.format(queues=", ".join(["%s"] * len(queues))),
+            mariadb.CLAIM_QUEUES.format(queues=", ".join(["%s"] * len(queues))),
             "jobs_claim_any",
         )
     with connection.cursor() as cursor:

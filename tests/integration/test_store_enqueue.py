@@ -12,7 +12,8 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import sql, store
+from jobs import store
+from jobs.drivers import postgres
 from jobs.errors import InvalidPayload, UnknownJobType
 from jobs.models import Job, Priority, Status
 from tests.jobs_app.tasks import ai_work, noop
@@ -228,7 +229,7 @@ def _received(listener: psycopg.Connection, timeout: float) -> list[str]:
 def test_enqueue__notifies_the_queue_at_commit_and_never_after_a_rollback():
     listener = raw_connection()
     try:
-        listener.execute(f"LISTEN {sql.CHANNEL}")
+        listener.execute(f"LISTEN {postgres.CHANNEL}")
 
         class Abort(Exception):
             pass

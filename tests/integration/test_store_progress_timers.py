@@ -16,8 +16,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from jobs import sql, store, timers
+from jobs import store, timers
 from jobs.context import JobContext
+from jobs.drivers import mariadb
 from jobs.models import Job
 from jobs.worker.guard import DatabaseGuard
 from jobs.worker.progress import ProgressSlot, ProgressWriter
@@ -163,7 +164,7 @@ def test_timer() -> Iterator[str]:
 def _step_lock_holders(cursor, step_name: str) -> list[int]:
     """The sessions (ids) holding the step's lock."""
     if on_mariadb():
-        cursor.execute(sql.MARIADB_TIMER_STEP_LOCK_HOLDER, [zlib.crc32(step_name.encode())])
+        cursor.execute(mariadb.TIMER_STEP_LOCK_HOLDER, [zlib.crc32(step_name.encode())])
         return [row[0] for row in cursor.fetchall() if row[0] is not None]
     cursor.execute(
         f"SELECT pid FROM pg_locks WHERE {_OUR_ADVISORY_LOCKS} AND objid = %s AND granted",

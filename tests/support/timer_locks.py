@@ -7,7 +7,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from jobs import sql
+from jobs.drivers import mariadb
 from tests.support.database import on_mariadb
 
 
@@ -18,14 +18,13 @@ def advisory_key(step_name: str) -> int:
 def take_step_lock(session: Any, step_name: str) -> bool:
     if on_mariadb():
         return (
-            session.execute(sql.MARIADB_TRY_LOCK_TIMER_STEP, [zlib.crc32(step_name.encode())]).fetchone()[0]
-            == 1
+            session.execute(mariadb.TRY_LOCK_TIMER_STEP, [zlib.crc32(step_name.encode())]).fetchone()[0] == 1
         )
     return session.execute("SELECT pg_try_advisory_lock(%s)", [advisory_key(step_name)]).fetchone()[0] is True
 
 
 def release_step_lock(session: Any, step_name: str) -> None:
     if on_mariadb():
-        session.execute(sql.MARIADB_UNLOCK_TIMER_STEP, [zlib.crc32(step_name.encode())])
+        session.execute(mariadb.UNLOCK_TIMER_STEP, [zlib.crc32(step_name.encode())])
     else:
         session.execute("SELECT pg_advisory_unlock(%s)", [advisory_key(step_name)])

@@ -1,9 +1,31 @@
-"""The raw statements of the hot path, PostgreSQL only, kept in one place.
+"""The PostgreSQL driver: the hot path's raw statements, notices, advisory locks, estimates.
 
-Each one replaces two or three ORM round trips (select ids, update, re-read) with a single
-statement; ``bench/throughput.py`` measures the difference. Everything else in the engine
-goes through the ORM. ``jobs.store`` picks these when the connection is PostgreSQL.
+Each statement of the hot path replaces two or three ORM round trips (select ids, update,
+re-read) with a single one; ``bench/throughput.py`` measures the difference. The verbs
+without SQL of their own here are the ORM's (``jobs.drivers.orm``).
+
+psycopg is imported only when a statement is prepared, so this module (which the
+migrations read for the trigger) imports on any database.
 """
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import cache
+from typing import Any
+
+from django.db import transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+
+from jobs.conf import jobs_settings
+from jobs.drivers.orm import OrmDriver
+from jobs.drivers.protocol import Batch, ClaimedJob, TaskRow
+from jobs.models import Job
 
 CHANNEL = "jobs"
 
@@ -161,12 +183,11 @@ TRY_LOCK_TIMER_STEP = "SELECT pg_try_advisory_xact_lock(%s)"
 
 # --- metrics ---
 
-# The metrics' snapshot (``jobs.metrics.measure``), on PostgreSQL and MariaDB: its
-# statements read from one consistent snapshot (REPEATABLE READ) and write nothing. Issued
-# before the transaction's first read, it applies to that transaction only.
+# The metrics' snapshot (``jobs.metrics.measure``): its statements read from one
+# consistent snapshot (REPEATABLE READ) and write nothing. Issued before the transaction's
+# first read, it applies to that transaction only.
 METRICS_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-# Its statement timeout on PostgreSQL: set_config(..., true) is SET LOCAL, so it ends with
-# the transaction.
+# Its statement timeout: set_config(..., true) is SET LOCAL, so it ends with the transaction.
 METRICS_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
 
 # --- admin page ---
@@ -192,152 +213,189 @@ SELECT newest.id
         LIMIT 1) AS newest
 """
 
-# --- MariaDB (and MySQL 8) ---
-#
-# No partial indexes, no UPDATE … RETURNING, no LISTEN/NOTIFY, no advisory locks. The
-# schema below replaces the model's partial indexes (migration 0010); ``jobs.store`` runs
-# the claim as a short transaction of three statements; workers poll; timers take GET_LOCK.
 
-# Deduplication among queued and running jobs: ``dedupe_active`` is the dedupe key while
-# the job is queued or running and NULL once it has finished (a generated column the
-# database keeps), and a unique index on (type, dedupe_active) allows any number of NULLs.
-# So a second active job of one key is refused by the index itself (error 1062), whatever
-# the race: a twin's insert waits on the first one's uncommitted index entry and then
-# fails.
-#
-# Django builds the model's partial indexes here without their condition (and skips the
-# conditional unique constraint). Those of the claim, the heartbeat and a queue's failed
-# list are rebuilt to lead with the status, since every index covers every row here: a
-# million finished jobs then add entries but no reads. ``jobs_rare_status`` (status, id)
-# and ``jobs_dedupe_key`` (dedupe_key, id) serve as Django builds them.
-_DJANGO_SHAPES = {
-    "jobs_claim": "queue, priority, run_at, id",
-    "jobs_claim_any": "priority, run_at, id",
-    "jobs_running": "locked_by, heartbeat_at",
-    "jobs_failed_queue": "queue, id",
-}
-_STATUS_FIRST = {name: f"status, {columns}" for name, columns in _DJANGO_SHAPES.items()}
-MARIADB_SCHEMA = (
-    """ALTER TABLE jobs_job ADD COLUMN dedupe_active varchar(255)
-        GENERATED ALWAYS AS (IF(status IN ('queued', 'running'), dedupe_key, NULL)) STORED""",
-    "CREATE UNIQUE INDEX jobs_dedupe_active ON jobs_job (type, dedupe_active)",
-    # The failed list and its tile hold the failed jobs not dismissed: counted and listed
-    # from this index alone, where (status, id) would look up every row's dismissed_at (a
-    # million-row table: 0.8 s a count once the rows are out of the buffer pool, 7 ms here).
-    "CREATE INDEX jobs_failed_list ON jobs_job (status, dismissed_at, id)",
-    *(
-        f"ALTER TABLE jobs_job DROP INDEX {name}, ADD INDEX {name} ({columns})"
-        for name, columns in _STATUS_FIRST.items()
-    ),
-)
-MARIADB_SCHEMA_UNDO = (
-    *(
-        f"ALTER TABLE jobs_job DROP INDEX {name}, ADD INDEX {name} ({columns})"
-        for name, columns in _DJANGO_SHAPES.items()
-    ),
-    "DROP INDEX jobs_failed_list ON jobs_job",
-    "DROP INDEX jobs_dedupe_active ON jobs_job",
-    "ALTER TABLE jobs_job DROP COLUMN dedupe_active",
-)
+def step_lock_key(name: str) -> int:
+    """The advisory lock key of a timer step."""
+    return zlib.crc32(f"jobs.timer:{name}".encode())
 
-# Every session of the engine speaks UTC (``jobs.apps``): Django stores UTC in the datetime
-# columns, and the statements below compare them with CURRENT_TIMESTAMP, the session's time.
-MARIADB_SESSION_UTC = "SET time_zone = '+00:00'"
 
-# The claim, first statement: locks up to %(limit)s due, queued rows of the lane's queues in
-# claim order, skipping rows another worker holds (MariaDB 10.6+, MySQL 8). The index is
-# named because the optimiser, seeing few rows, may prefer another one and sort; read in
-# this index's order the statement stops after ``limit`` rows, however long the backlog.
-# Under READ COMMITTED (the worker's isolation level) it locks only the rows it returns.
-# The same transaction then marks them running (MARIADB_MARK_CLAIMED) and reads them back
-# (MARIADB_CLAIMED_ROWS) by primary key, and commits: the locks live for those three.
-MARIADB_CLAIM_ONE_QUEUE = """
-SELECT id FROM jobs_job FORCE INDEX (jobs_claim)
- WHERE status = 'queued' AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
- ORDER BY status, queue, priority, run_at, id
- LIMIT %s
-   FOR UPDATE SKIP LOCKED
-"""
-MARIADB_CLAIM_QUEUES = """
-SELECT id FROM jobs_job FORCE INDEX (jobs_claim_any)
- WHERE status = 'queued' AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6)
- ORDER BY status, priority, run_at, id
- LIMIT %s
-   FOR UPDATE SKIP LOCKED
-"""
-MARIADB_MARK_CLAIMED = """
-UPDATE jobs_job
-   SET status = 'running', attempts = attempts + 1, locked_by = %s,
-       started_at = CURRENT_TIMESTAMP(6), heartbeat_at = CURRENT_TIMESTAMP(6),
-       finished_at = NULL, progress = NULL, progress_message = ''
- WHERE id IN ({ids})
-"""
-MARIADB_CLAIMED_ROWS = """
-SELECT id, type, payload, attempts, max_attempts, queue FROM jobs_job
- WHERE id IN ({ids})
- ORDER BY priority, run_at, id
-"""
+@cache
+def _preparing_cursor() -> type:
+    """psycopg's plain cursor class, preparing every statement it runs (imported here, so
+    that importing the engine on another database never imports psycopg)."""
+    import psycopg
 
-# The acknowledgement, fenced in two statements of one short transaction: lock the rows
-# still running under this worker (by primary key), keep those whose attempt matches, and
-# mark those succeeded.
-MARIADB_LOCK_RUNNING = """
-SELECT id, attempts FROM jobs_job
- WHERE id IN ({ids}) AND status = 'running' AND locked_by = %s
-   FOR UPDATE
-"""
-MARIADB_COMPLETE = """
-UPDATE jobs_job
-   SET status = 'succeeded', finished_at = CURRENT_TIMESTAMP(6), progress = 100, error = ''
- WHERE id IN ({ids})
-"""
+    class PreparingCursor(psycopg.Cursor):
+        def execute(
+            self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
+        ) -> Any:  # noqa: ARG002
+            return super().execute(query, params, prepare=True, binary=binary)
 
-# Bulk enqueue: one multi-row INSERT per batch. mysqlclient folds executemany into one
-# statement only when every value is a placeholder, so the constants travel as parameters
-# (``MARIADB_INSERT_MANY_CONSTANTS``), and the times come from the caller.
-# IGNORE turns a duplicate active dedupe key (the unique index above) into a skipped row;
-# every other value was checked before (``jobs.validation``), so it hides nothing else.
-MARIADB_INSERT_MANY = """
-INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at, max_attempts,
-                             created_at, status, attempts, progress_message, error, message,
-                             earlier_attempts)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-"""
-MARIADB_INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
+    return PreparingCursor
 
-# A timer step's guard: a named lock of the session, taken without waiting (timeout 0),
-# released after the step; if the process dies the session ends and the lock with it.
-# Named locks are the server's, not a database's (PostgreSQL's advisory locks are per
-# database), so the name carries the database's CRC: another database on the same server
-# (staging beside production) runs its own steps. Names are at most 64 characters, so the
-# step's name goes in as its CRC too.
-_TIMER_STEP_LOCK = "CONCAT('jobs.timer:', CRC32(DATABASE()), ':', %s)"
-MARIADB_TRY_LOCK_TIMER_STEP = f"SELECT GET_LOCK({_TIMER_STEP_LOCK}, 0)"
-MARIADB_UNLOCK_TIMER_STEP = f"SELECT RELEASE_LOCK({_TIMER_STEP_LOCK})"
-# Which session holds a step's lock (NULL when none does): for the tests and an operator.
-MARIADB_TIMER_STEP_LOCK_HOLDER = f"SELECT IS_USED_LOCK({_TIMER_STEP_LOCK})"
 
-# The admin's tile estimate for a status that holds more rows than the page counts: the
-# optimiser's row estimate for the status, from a dive into the index ``jobs_rare_status``
-# (status, id), named so that the estimate does not depend on the index the optimiser would
-# pick. EXPLAIN runs nothing and locks nothing.
-MARIADB_ESTIMATE_STATUS_ROWS = (
-    "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_rare_status) WHERE status = %s"
-)
-# InnoDB caps a range's estimate at half the table's rows, so the dive says "half the table"
-# for the status that fills most of it (succeeded; a million rows read as 495,000). That
-# status is then estimated as the table's rows (InnoDB's running count, which EXPLAIN gives
-# for a whole-index scan) less the rows of the other statuses (two ranges of the same index,
-# each under the cap).
-MARIADB_ESTIMATE_TABLE_ROWS = "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_rare_status)"
-MARIADB_ESTIMATE_OTHER_STATUS_ROWS = (
-    "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_rare_status) WHERE status <> %s"
-)
+class _Notices:
+    """The LISTEN session's notices (a ``Subscription``)."""
 
-# The metrics' statement timeout on MariaDB (``METRICS_SNAPSHOT`` above starts their
-# transaction there too), in seconds: a session variable, so the session's own value is
-# kept in a user variable and put back when the measurement ends.
-MARIADB_SWAP_STATEMENT_TIME = (
-    "SET @jobs_statement_time = @@SESSION.max_statement_time, @@SESSION.max_statement_time = %s"
-)
-MARIADB_RESTORE_STATEMENT_TIME = "SET @@SESSION.max_statement_time = @jobs_statement_time"
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw  # kept: the wrapper forgets its connection on close
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._raw.closed)
+
+    def fileno(self) -> int:
+        return int(self._raw.fileno())
+
+    def drain(self) -> set[str]:
+        return {notice.payload for notice in self._raw.notifies(timeout=0)}
+
+
+class PostgresDriver(OrmDriver):
+    vendor = "postgresql"
+    listens = True
+
+    def execute_prepared(self, statement: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Run a hot-path statement as a server-side prepared statement, through Django's
+        cursor wrapper like every other statement (execute wrappers, the DEBUG query log).
+
+        Django's cursors bind parameters on the client and never prepare (for the sake of
+        connection poolers); the claim and the acknowledgement run thousands of times a
+        second, so they skip parsing and planning. ``JOBS_PREPARED_STATEMENTS=false``
+        turns this off for a pooler that cannot keep prepared statements.
+        """
+        if not jobs_settings.PREPARED_STATEMENTS:
+            return self.execute(statement, params)
+        connection = self.connection
+        connection.close_if_health_check_failed()
+        connection.ensure_connection()
+        raw = connection.connection
+        if raw.prepare_threshold is None:
+            raw.prepare_threshold = 2**31 - 1  # prepare only what asks for it explicitly
+        with connection.wrap_database_errors:
+            # Django's own wrapping of a new cursor (as ``connection.cursor()`` does it):
+            # the execute wrappers, and the query log under DEBUG.
+            cursor = connection._prepare_cursor(_preparing_cursor()(raw))  # type: ignore[attr-defined]
+        with cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall()
+
+    def prepare_supervisor_session(self, connection: BaseDatabaseWrapper) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(SUPERVISOR_ASYNC_COMMIT)
+
+    def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:
+        # One prepared statement and one round trip: enqueue is on every producer's path.
+        rows = self.execute_prepared(
+            INSERT_ONE, {**fields, "payload": payload_text, "run_at": fields.get("run_at")}
+        )
+        if not rows:
+            return None
+        job_id, run_at, created_at = rows[0]
+        job = Job(
+            id=job_id,
+            run_at=run_at,
+            created_at=created_at,
+            **{k: v for k, v in fields.items() if k != "run_at"},
+        )
+        job._state.adding = False
+        job._state.db = self.alias
+        return job
+
+    def insert_many(self, batch: Batch) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(
+                INSERT_MANY,
+                {
+                    "type": batch.type,
+                    "queue": batch.queue,
+                    "priority": batch.priority,
+                    "run_at": batch.run_at,
+                    "max_attempts": batch.max_attempts,
+                    "payloads": list(batch.payloads),
+                    "dedupe_keys": list(batch.dedupe_keys),
+                },
+            )
+            return cursor.rowcount
+
+    def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        if len(queues) == 1:
+            rows = self.execute_prepared(
+                CLAIM_ONE_QUEUE, {"worker": worker, "queue": queues[0], "limit": limit}
+            )
+        else:
+            rows = self.execute_prepared(
+                CLAIM_QUEUES, {"worker": worker, "queues": list(queues), "limit": limit}
+            )
+        return [ClaimedJob(*row) for row in rows]
+
+    def complete_many(
+        self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
+    ) -> list[int]:
+        params: dict[str, Any] = {
+            "ids": [job_id for job_id, _ in done],
+            "attempts": [attempt for _, attempt in done],
+            "worker": worker,
+        }
+        if results is None:
+            rows = self.execute_prepared(COMPLETE, params)
+        else:
+            rows = self.execute_prepared(COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
+        return [row[0] for row in rows]
+
+    def notify(self, queues: Sequence[str]) -> None:
+        if not queues:
+            return
+        with self.cursor() as cursor:
+            for queue in queues:
+                cursor.execute(NOTIFY, [CHANNEL, queue])
+
+    def listen(self, connection: BaseDatabaseWrapper) -> _Notices:
+        connection.ensure_connection()
+        connection.connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute(LISTEN)
+        return _Notices(connection.connection)
+
+    @contextmanager
+    def try_lock_steps(self, session: BaseDatabaseWrapper, names: Sequence[str]) -> Iterator[bool]:
+        session.set_autocommit(False)
+        try:
+            held = True
+            with session.cursor() as cursor:
+                for name in names:
+                    cursor.execute(TRY_LOCK_TIMER_STEP, [step_lock_key(name)])
+                    row = cursor.fetchone()
+                    if not (row and row[0]):
+                        held = False
+                        break
+            yield held
+        finally:
+            session.rollback()  # ends the transaction: every lock it took goes with it
+            session.set_autocommit(True)
+
+    def task_rows(self, job_ids: Sequence[int]) -> list[TaskRow]:
+        # One prepared statement for a whole batch: a worker reads them before every try.
+        return [TaskRow(*row) for row in self.execute_prepared(TASK_ROWS, {"ids": list(job_ids)})]
+
+    def newest_of_keys(self, dedupe_keys: Sequence[str], types: Sequence[str]) -> Q:
+        return Q(pk__in=RawSQL(NEWEST_OF_KEYS, [list(dedupe_keys), list(types)]))
+
+    def estimate_rows(self, status: str) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(ESTIMATE_STATUS_ROWS, [status])
+            row = cursor.fetchone()
+        if row is None:  # EXPLAIN always answers; this only satisfies the type of fetchone()
+            return 0
+        plan = row[0]
+        if isinstance(plan, str):
+            plan = json.loads(plan)
+        return int(plan[0]["Plan"]["Plan Rows"])
+
+    @contextmanager
+    def metrics_snapshot(self, timeout_ms: int) -> Iterator[None]:
+        with transaction.atomic(using=self.alias):
+            with self.cursor() as cursor:
+                cursor.execute(METRICS_SNAPSHOT)
+                cursor.execute(METRICS_STATEMENT_TIMEOUT, [str(timeout_ms)])
+            yield

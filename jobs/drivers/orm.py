@@ -1,0 +1,266 @@
+"""The verbs every database does the same way, through Django's ORM.
+
+The drivers start from these: SQLite keeps them all, MariaDB and PostgreSQL replace the
+ones their own SQL does in fewer statements. Any statement a driver runs itself goes
+through ``execute`` (or a cursor from ``cursor``): Django's cursor, so the connection's
+execute wrappers, ``CaptureQueriesContext`` and DEBUG's query log see it like any ORM
+query.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from functools import reduce
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
+from django.db.models import F, Q, QuerySet, Subquery
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from jobs.drivers.protocol import Batch, ClaimedJob, Subscription, TaskRow
+from jobs.models import Job, JobAttempt, Status, Worker
+
+
+def placeholders(values: Sequence[object]) -> str:
+    """``%s, %s, …``, one per value, for an ``IN (…)`` list."""
+    return ", ".join(["%s"] * len(values))
+
+
+class OrmDriver:
+    """The portable driver: correct on any database Django supports, in more statements
+    than a database's own SQL needs."""
+
+    vendor = ""
+    listens = False
+
+    def __init__(self, alias: str = DEFAULT_DB_ALIAS) -> None:
+        self.alias = alias
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.alias}>"
+
+    @property
+    def connection(self) -> BaseDatabaseWrapper:
+        return connections[self.alias]
+
+    def jobs(self) -> QuerySet[Job]:
+        return Job.objects.using(self.alias)
+
+    # --- statements: the one way a driver runs its own SQL ---
+
+    def cursor(self) -> CursorWrapper:
+        """A cursor of Django's, through the connection's execute-wrapper chain."""
+        return self.connection.cursor()
+
+    def execute(
+        self, statement: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement; its rows (none for a statement that returns none)."""
+        with self.cursor() as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall() if cursor.description is not None else []
+
+    # --- sessions ---
+
+    def prepare_session(self, connection: BaseDatabaseWrapper) -> None:
+        pass
+
+    def prepare_supervisor_session(self, connection: BaseDatabaseWrapper) -> None:
+        pass
+
+    # --- enqueue ---
+
+    def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:
+        if fields["dedupe_key"] is None:
+            return self.jobs().create(**fields)
+        try:
+            with transaction.atomic(using=self.alias):  # a savepoint when the caller has a transaction
+                return self.jobs().create(**fields)
+        except IntegrityError:
+            return None
+
+    def insert_many(self, batch: Batch) -> int:
+        now = timezone.now()
+        rows = [
+            Job(
+                type=batch.type,
+                queue=batch.queue,
+                priority=batch.priority,
+                payload=json.loads(text),
+                dedupe_key=key,
+                max_attempts=batch.max_attempts,
+                run_at=batch.run_at or now,
+            )
+            for text, key in zip(batch.payloads, batch.dedupe_keys, strict=True)
+        ]
+        # bulk_create does not say how many rows a conflict skipped: count around it.
+        before = self.jobs().count()
+        self.jobs().bulk_create(rows, ignore_conflicts=True)
+        return self.jobs().count() - before
+
+    # --- claim and finish ---
+
+    def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        # Select, mark and re-read in one transaction; the row locks (where the database
+        # takes them) last until its end.
+        with transaction.atomic(using=self.alias):
+            ids = list(
+                self.jobs()
+                .select_for_update(skip_locked=True)
+                .filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
+                .order_by("priority", "run_at", "id")
+                .values_list("id", flat=True)[:limit]
+            )
+            if not ids:
+                return []
+            self.jobs().filter(id__in=ids).update(
+                status=Status.RUNNING,
+                attempts=F("attempts") + 1,
+                locked_by=worker,
+                started_at=Now(),
+                heartbeat_at=Now(),
+                finished_at=None,
+                progress=None,
+                progress_message="",
+            )
+            claimed = self.jobs().filter(id__in=ids).order_by("priority", "run_at", "id")
+            return [
+                ClaimedJob(
+                    job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts, job.queue
+                )
+                for job in claimed
+            ]
+
+    def complete_many(
+        self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
+    ) -> list[int]:
+        applied = []
+        with transaction.atomic(using=self.alias):
+            for index, (job_id, attempt) in enumerate(done):
+                stored = {} if results is None else {"result": json.loads(results[index])}
+                if self.set_state_if_running(
+                    worker,
+                    job_id,
+                    attempt,
+                    status=Status.SUCCEEDED,
+                    finished_at=Now(),
+                    progress=100,
+                    error="",
+                    **stored,
+                ):
+                    applied.append(job_id)
+        return applied
+
+    def _fenced(self, worker: str, job_id: int, attempt: int) -> QuerySet[Job]:
+        return self.jobs().filter(id=job_id, attempts=attempt, locked_by=worker, status=Status.RUNNING)
+
+    def set_state_if_running(self, worker: str, job_id: int, attempt: int, **changes: Any) -> bool:
+        # One UPDATE whose WHERE is the fence; its row count is the answer. It locks the one
+        # row, through the primary key, until the caller's transaction ends.
+        return bool(self._fenced(worker, job_id, attempt).update(**changes))
+
+    def lock_if_running(self, worker: str, job_id: int, attempt: int) -> Job | None:
+        return self._fenced(worker, job_id, attempt).select_for_update().first()
+
+    # --- recovery and housekeeping ---
+
+    def reap(self, heartbeat_before: datetime, seen_before: datetime, limit: int) -> list[Job]:
+        dead_workers = Worker.objects.using(self.alias).filter(last_seen__lt=seen_before).values("name")
+        silent = Q(heartbeat_at__lt=heartbeat_before) | Q(locked_by__in=dead_workers)
+        return self._lock_running(self.jobs().filter(silent), limit)
+
+    def take_back(self, worker: str, limit: int) -> list[Job]:
+        return self._lock_running(self.jobs().filter(locked_by=worker), limit)
+
+    def _lock_running(self, rows: QuerySet[Job], limit: int) -> list[Job]:
+        # SKIP LOCKED: two reapers at once split the rows instead of waiting on each other.
+        return list(
+            rows.filter(status=Status.RUNNING).select_for_update(skip_locked=True).order_by("id")[:limit]
+        )
+
+    def prune(self, finished_before: datetime, dismissed_before: datetime, batch_size: int) -> int:
+        total = 0
+        while True:
+            # Each batch is its own short transaction so pruning never holds many locks.
+            ids = list(
+                self.jobs()
+                .filter(
+                    Q(status__in=(Status.SUCCEEDED, Status.CANCELLED), finished_at__lt=finished_before)
+                    | Q(status=Status.FAILED, dismissed_at__lt=dismissed_before)
+                )
+                .order_by("id")  # oldest first, along the primary key
+                .values_list("id", flat=True)[:batch_size]
+            )
+            if not ids:
+                return total
+            deleted, _ = self.jobs().filter(id__in=ids).delete()
+            total += deleted
+
+    # --- wake-up ---
+
+    def notify(self, queues: Sequence[str]) -> None:
+        pass  # workers poll
+
+    def listen(self, connection: BaseDatabaseWrapper) -> Subscription:
+        raise NotImplementedError(
+            f"{self.vendor or 'this database'} has no notices to listen for; workers poll"
+        )
+
+    # --- timers ---
+
+    @contextmanager
+    def try_lock_steps(self, session: BaseDatabaseWrapper, names: Sequence[str]) -> Iterator[bool]:
+        yield True  # one host (an embedded database): nothing runs a step beside it
+
+    # --- reads ---
+
+    def task_rows(self, job_ids: Sequence[int]) -> list[TaskRow]:
+        tried = set(
+            JobAttempt.objects.using(self.alias).filter(job_id__in=job_ids).values_list("job_id", flat=True)
+        )
+        return [
+            TaskRow(
+                job.pk,
+                job.type,
+                job.queue,
+                job.priority,
+                job.status,
+                json.dumps(job.payload),
+                job.run_at,
+                job.created_at,
+                job.started_at,
+                job.finished_at,
+                job.locked_by,
+                None if job.result is None else json.dumps(job.result),
+                job.pk in tried,
+            )
+            for job in self.jobs().filter(pk__in=job_ids)
+        ]
+
+    def newest_of_keys(self, dedupe_keys: Sequence[str], types: Sequence[str]) -> Q:
+        # A subquery per key, each one step backwards into ``jobs_dedupe_key`` (dedupe_key, id).
+        return reduce(
+            operator.or_,
+            (
+                Q(
+                    pk=Subquery(
+                        self.jobs().filter(type__in=types, dedupe_key=key).order_by("-id").values("id")[:1]
+                    )
+                )
+                for key in dedupe_keys
+            ),
+        )
+
+    def estimate_rows(self, status: str) -> int:
+        return 0
+
+    @contextmanager
+    def metrics_snapshot(self, timeout_ms: int) -> Iterator[None]:
+        yield

@@ -1,0 +1,199 @@
+"""The one interface between the engine's policy (``jobs.store``) and a database.
+
+Every statement that depends on the database the engine runs on is a verb of ``Driver``,
+implemented once per database (``jobs.drivers.postgres``, ``jobs.drivers.mariadb``,
+``jobs.drivers.sqlite``); ``jobs.drivers.driver()`` picks the one for a connection. The
+store decides what a verb means (which transition applies, the fence, the backoff); the
+driver only says how its database does it, in as few statements as it can.
+
+A driver is bound to a database alias, not to a connection: Django keeps one connection
+per alias and thread, so one driver serves every thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+if TYPE_CHECKING:  # the engine's package imports this before Django's apps are ready
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.db.models import Q
+
+    from jobs.models import Job
+
+
+class ClaimedJob(NamedTuple):
+    """A claimed job as the worker needs it: no model instance in the hot loop."""
+
+    id: int
+    type: str
+    payload: str  # JSON text, parsed by the child process that runs it
+    attempt: int
+    max_attempts: int
+    queue: str  # the row's, which a lane's fair share counts by
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Many jobs of one type for ``Driver.insert_many``: one payload (JSON text) and one
+    dedupe key (or None) per job, every value already checked (``jobs.validation``)."""
+
+    type: str
+    queue: str
+    priority: int
+    max_attempts: int
+    run_at: datetime | None
+    payloads: Sequence[str]
+    dedupe_keys: Sequence[str | None]
+
+
+class TaskRow(NamedTuple):
+    """The fields a django.tasks task's result is built from, JSON still as text."""
+
+    id: int
+    type: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    run_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    locked_by: str | None
+    result: str | None
+    tried: bool  # whether the job has failed tries (rows in jobs_attempt)
+
+
+class Subscription(Protocol):
+    """A session listening for the enqueue notices (``Driver.listen``)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def fileno(self) -> int: ...
+
+    def drain(self) -> set[str]:
+        """Queues named in the notices received so far (never blocks)."""
+        ...
+
+
+class Driver(Protocol):
+    """The verbs of one database. Each runs on the driver's alias, inside the caller's
+    transaction when there is one."""
+
+    #: Django's name for the database (``connection.vendor``).
+    vendor: str
+    #: The alias whose connections this driver uses.
+    alias: str
+    #: Whether ``notify`` reaches ``listen``ing workers (else workers poll).
+    listens: bool
+
+    # --- sessions ---
+
+    def prepare_session(self, connection: BaseDatabaseWrapper) -> None:
+        """Set up a new session of any process (on ``connection_created``)."""
+        ...
+
+    def prepare_supervisor_session(self, connection: BaseDatabaseWrapper) -> None:
+        """Set up a new session of a worker's supervisor (which only moves claimed jobs)."""
+        ...
+
+    # --- enqueue ---
+
+    def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:
+        """Insert one queued job (``fields`` are the model's, ``payload_text`` its payload
+        as JSON); None when an active job of its type holds its dedupe key."""
+        ...
+
+    def insert_many(self, batch: Batch) -> int:
+        """Insert a batch of queued jobs, skipping those whose dedupe key is active (or
+        repeats an earlier one's); returns how many were added."""
+        ...
+
+    # --- claim and finish ---
+
+    def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        """Mark up to ``limit`` due queued jobs of ``queues`` running under ``worker`` (one
+        more attempt each), skipping rows another session holds; in claim order."""
+        ...
+
+    def complete_many(
+        self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
+    ) -> list[int]:
+        """Mark ``(id, attempt)`` pairs succeeded, each only while it is still running under
+        ``worker`` and that attempt (with its result, JSON text, when ``results`` is given);
+        returns the ids that applied."""
+        ...
+
+    def set_state_if_running(self, worker: str, job_id: int, attempt: int, **changes: Any) -> bool:
+        """Apply ``changes`` to the job only while it is running under ``worker`` and
+        ``attempt`` (the fence); whether it applied."""
+        ...
+
+    def lock_if_running(self, worker: str, job_id: int, attempt: int) -> Job | None:
+        """The job, locked until the caller's transaction ends, while it is running under
+        ``worker`` and ``attempt``; None when it no longer is."""
+        ...
+
+    # --- recovery and housekeeping ---
+
+    def reap(self, heartbeat_before: datetime, seen_before: datetime, limit: int) -> list[Job]:
+        """Running jobs whose heartbeat is older than ``heartbeat_before`` or whose worker
+        was last seen before ``seen_before``, locked for the caller's transaction and
+        skipping rows another session holds (two reapers split the rows)."""
+        ...
+
+    def take_back(self, worker: str, limit: int) -> list[Job]:
+        """The jobs still marked running under ``worker``, locked as ``reap`` locks them."""
+        ...
+
+    def prune(self, finished_before: datetime, dismissed_before: datetime, batch_size: int) -> int:
+        """Delete succeeded and cancelled jobs finished before ``finished_before`` and
+        failed ones dismissed before ``dismissed_before``, in batches of ``batch_size``,
+        each its own short transaction; returns how many."""
+        ...
+
+    # --- wake-up ---
+
+    def notify(self, queues: Sequence[str]) -> None:
+        """Wake the idle workers of ``queues`` at commit (a no-op where workers poll)."""
+        ...
+
+    def listen(self, connection: BaseDatabaseWrapper) -> Subscription:
+        """Subscribe ``connection`` (a session of its own, autocommit) to the notices."""
+        ...
+
+    # --- timers ---
+
+    def try_lock_steps(
+        self, session: BaseDatabaseWrapper, names: Sequence[str]
+    ) -> AbstractContextManager[bool]:
+        """Every lock of the timer steps ``names`` at once, taken without waiting on
+        ``session`` (a connection of its own), or none (False) when one is held elsewhere;
+        held until the context ends."""
+        ...
+
+    # --- reads ---
+
+    def task_rows(self, job_ids: Sequence[int]) -> list[TaskRow]:
+        """The rows of these jobs (ids without a row are left out), in one statement where
+        the database allows."""
+        ...
+
+    def newest_of_keys(self, dedupe_keys: Sequence[str], types: Sequence[str]) -> Q:
+        """A filter matching the newest job of each key among these types."""
+        ...
+
+    def estimate_rows(self, status: str) -> int:
+        """The planner's estimate of the jobs in ``status`` (0 where there is none)."""
+        ...
+
+    def metrics_snapshot(self, timeout_ms: int) -> AbstractContextManager[None]:
+        """One read-only consistent snapshot with a statement timeout, for the metrics'
+        statements run inside it; nothing where the database cannot (or a transaction is
+        already open)."""
+        ...

@@ -1,0 +1,495 @@
+"""One suite every driver passes (as River runs every driver through ``riverdrivertest``):
+each verb's contract, the fence, SKIP LOCKED under two sessions, dedupe races, take-back,
+counts, wake-up and timer locks.
+
+It runs the driver of this run's database: PostgreSQL or MariaDB (``DATABASE_URL``), and
+SQLite, the embedded default, through ``test_the_sqlite_driver_passes_the_suite``, which runs
+this module again in a process of its own on a SQLite database. The drivers are called
+directly: the store's policy above them is tested in the store's own tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.utils import timezone
+
+from jobs import store
+from jobs.drivers import Driver, driver_class
+from jobs.drivers.protocol import Batch
+from jobs.models import Job, JobAttempt, Status, Worker
+from tests.support.paths import ROOT
+from tests.support.waiting import wait_for
+
+conformance = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def drv() -> Driver:
+    """A driver of the run's database, made afresh (not the engine's chosen one)."""
+    return driver_class(connections[DEFAULT_DB_ALIAS].vendor)(DEFAULT_DB_ALIAS)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(connections[DEFAULT_DB_ALIAS].vendor == "sqlite", reason="this run is on SQLite already")
+def test_the_sqlite_driver_passes_the_suite(tmp_path):
+    """The suite again, in a process of its own on a SQLite database (the embedded default)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", __file__],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'embedded.sqlite3'}"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout
+
+
+def _locks_rows(drv: Driver) -> bool:
+    """Whether the database locks rows (SQLite locks the whole database at BEGIN)."""
+    return drv.vendor != "sqlite"
+
+
+def _fields(**overrides: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "type": "test.noop",
+        "queue": "default",
+        "priority": 0,
+        "payload": {"n": 1},
+        "max_attempts": 3,
+        "dedupe_key": None,
+    }
+    fields.update(overrides)
+    return fields
+
+
+def _insert(drv: Driver, **overrides: Any) -> Job:
+    fields = _fields(**overrides)
+    job = drv.insert_one(fields, json.dumps(fields["payload"]))
+    assert job is not None
+    return job
+
+
+def _rows(drv: Driver) -> Any:
+    return Job.objects.using(drv.alias)
+
+
+def _in_thread(alias: str, work: Callable[[], Any]) -> Callable[[], Any]:
+    """Run ``work`` on a thread of its own (so on a session of its own); the returned
+    function joins it and gives its result, or raises what it raised."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the joining test
+            outcome["error"] = exc
+        finally:
+            connections[alias].close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def join() -> Any:
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "the other session did not finish"
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome.get("value")
+
+    return join
+
+
+# --- insert -------------------------------------------------------------------------------
+
+
+@conformance
+def test_insert_one__adds_a_queued_job_with_the_databases_times(drv):
+    job = _insert(drv, payload={"n": 7})
+    row = _rows(drv).get(pk=job.pk)
+    assert (row.status, row.payload, row.attempts, row.queue) == (Status.QUEUED, {"n": 7}, 0, "default")
+    assert job.run_at == row.run_at and job.created_at == row.created_at
+    assert row.run_at <= timezone.now()
+
+
+@conformance
+def test_insert_one__keeps_a_given_run_at(drv):
+    later = timezone.now() + timedelta(hours=1)
+    job = _insert(drv, run_at=later)
+    assert _rows(drv).get(pk=job.pk).run_at == later
+
+
+@conformance
+def test_insert_one__refuses_a_second_active_job_of_a_dedupe_key(drv):
+    first = _insert(drv, dedupe_key="k")
+    fields = _fields(dedupe_key="k")
+    assert drv.insert_one(fields, "{}") is None
+    _rows(drv).filter(pk=first.pk).update(status=Status.SUCCEEDED)
+    assert drv.insert_one(fields, "{}") is not None, "a finished job's key is free again"
+    assert _rows(drv).filter(dedupe_key="k").count() == 2
+
+
+@conformance
+def test_insert_one__a_dedupe_race_inserts_one_job(drv):
+    """Two sessions insert the same key at once: one job, and the other is told so."""
+    inserted = threading.Event()
+
+    def first() -> Job | None:
+        with transaction.atomic(using=drv.alias):
+            job = drv.insert_one(_fields(dedupe_key="race"), "{}")
+            inserted.set()
+            # Held open until the second session is about to try the key.
+            wait_for(second_started.is_set, message="the second session to start")
+            return job
+
+    second_started = threading.Event()
+    join_first = _in_thread(drv.alias, first)
+    wait_for(inserted.is_set, message="the first insert")
+
+    def second() -> Job | None:
+        second_started.set()
+        return drv.insert_one(_fields(dedupe_key="race"), "{}")
+
+    join_second = _in_thread(drv.alias, second)
+    outcomes = [join_first(), join_second()]
+    assert outcomes[0] is not None and outcomes[1] is None
+    assert _rows(drv).filter(dedupe_key="race").count() == 1
+
+
+@conformance
+def test_insert_many__skips_active_and_repeated_keys_and_counts_what_it_added(drv):
+    _insert(drv, dedupe_key="a")
+    batch = Batch(
+        type="test.noop",
+        queue="default",
+        priority=0,
+        max_attempts=3,
+        run_at=None,
+        payloads=['{"n": 1}', '{"n": 2}', '{"n": 3}', '{"n": 4}'],
+        dedupe_keys=["a", "b", "b", None],
+    )
+    assert drv.insert_many(batch) == 2
+    assert sorted(row.payload["n"] for row in _rows(drv).exclude(dedupe_key="a")) == [2, 4]
+    assert set(_rows(drv).values_list("status", flat=True)) == {Status.QUEUED}
+
+
+# --- claim ----------------------------------------------------------------------------------
+
+
+@conformance
+def test_claim__takes_due_jobs_of_its_queues_in_claim_order_and_names_their_queue(drv):
+    now = timezone.now()
+    low = _insert(drv, priority=50, run_at=now - timedelta(seconds=3))
+    old = _insert(drv, run_at=now - timedelta(seconds=2))
+    new = _insert(drv, run_at=now - timedelta(seconds=1))
+    urgent = _insert(drv, priority=-100, queue="mail", run_at=now - timedelta(seconds=1))
+    _insert(drv, run_at=now + timedelta(hours=1))  # not due
+    _insert(drv, queue="other")  # not one of the queues
+
+    claimed = drv.claim("w1", ["default", "mail"], 10)
+
+    assert [job.id for job in claimed] == [urgent.pk, old.pk, new.pk, low.pk]
+    assert [job.queue for job in claimed] == ["mail", "default", "default", "default"]
+    assert {(job.attempt, job.max_attempts) for job in claimed} == {(1, 3)}
+    assert json.loads(claimed[0].payload) == {"n": 1}
+    row = _rows(drv).get(pk=old.pk)
+    assert (row.status, row.locked_by, row.attempts) == (Status.RUNNING, "w1", 1)
+    assert row.started_at is not None and row.heartbeat_at is not None
+
+
+@conformance
+def test_claim__one_queue_and_a_limit(drv):
+    ids = [_insert(drv).pk for _ in range(3)]
+    assert [job.id for job in drv.claim("w1", ["default"], 2)] == ids[:2]
+    assert [job.id for job in drv.claim("w2", ["default"], 2)] == ids[2:]
+    assert drv.claim("w3", ["default"], 2) == []
+
+
+@conformance
+def test_claim__two_sessions_at_once_take_disjoint_jobs(drv):
+    """The first session claims and holds its transaction open while the second claims:
+    where rows are locked (SKIP LOCKED) the second takes other rows at once; on SQLite it
+    waits for the first to commit and then takes the rest."""
+    ids = {_insert(drv).pk for _ in range(6)}
+    claimed_first = threading.Event()
+    second_done = threading.Event()
+
+    def first() -> list[int]:
+        with transaction.atomic(using=drv.alias):
+            taken = [job.id for job in drv.claim("w1", ["default"], 3)]
+            claimed_first.set()
+            if _locks_rows(drv):  # the second claim must not wait on these locks
+                wait_for(second_done.is_set, timeout=60, message="the second claim")
+            return taken
+
+    join_first = _in_thread(drv.alias, first)
+    wait_for(claimed_first.is_set, message="the first claim")
+
+    def second() -> list[int]:
+        try:
+            return [job.id for job in drv.claim("w2", ["default"], 10)]
+        finally:
+            second_done.set()
+
+    taken_second = _in_thread(drv.alias, second)()
+    taken_first = join_first()
+    assert len(taken_first) == 3
+    assert set(taken_first).isdisjoint(taken_second)
+    assert set(taken_first) | set(taken_second) == ids
+
+
+# --- finish, fenced -------------------------------------------------------------------------
+
+
+@conformance
+def test_complete_many__applies_only_to_jobs_still_running_under_the_worker_and_attempt(drv):
+    mine, stale, theirs = (_insert(drv).pk for _ in range(3))
+    claimed = {job.id: job for job in drv.claim("w1", ["default"], 3)}
+    _rows(drv).filter(pk=theirs).update(locked_by="w2")
+
+    applied = drv.complete_many("w1", [(mine, 1), (stale, 2), (theirs, 1)], None)
+
+    assert applied == [mine]
+    assert _rows(drv).get(pk=mine).status == Status.SUCCEEDED
+    assert _rows(drv).get(pk=mine).finished_at is not None
+    assert set(_rows(drv).filter(pk__in=[stale, theirs]).values_list("status", flat=True)) == {Status.RUNNING}
+    assert claimed[mine].attempt == 1
+
+
+@conformance
+def test_complete_many__stores_each_jobs_result(drv):
+    first, second = _insert(drv).pk, _insert(drv).pk
+    drv.claim("w1", ["default"], 2)
+    applied = drv.complete_many("w1", [(first, 1), (second, 1)], ['{"sum": 5}', "null"])
+    assert sorted(applied) == [first, second]
+    assert _rows(drv).get(pk=first).result == {"sum": 5}
+    assert _rows(drv).get(pk=second).result is None
+
+
+@conformance
+def test_set_state_if_running__refuses_a_stale_attempt(drv):
+    job = _insert(drv)
+    drv.claim("w1", ["default"], 1)
+    assert not drv.set_state_if_running("w1", job.pk, 2, progress=50)
+    assert not drv.set_state_if_running("w2", job.pk, 1, progress=50)
+    assert _rows(drv).get(pk=job.pk).progress is None
+    assert drv.set_state_if_running("w1", job.pk, 1, progress=50)
+    assert _rows(drv).get(pk=job.pk).progress == 50
+
+
+@conformance
+def test_lock_if_running__finds_only_the_current_attempt(drv):
+    job = _insert(drv)
+    drv.claim("w1", ["default"], 1)
+    with transaction.atomic(using=drv.alias):
+        assert drv.lock_if_running("w1", job.pk, 2) is None
+        locked = drv.lock_if_running("w1", job.pk, 1)
+    assert locked is not None and locked.pk == job.pk
+
+
+# --- recovery and housekeeping --------------------------------------------------------------
+
+
+@conformance
+def test_reap__finds_silent_jobs_and_those_of_dead_workers(drv):
+    now = timezone.now()
+    silent, orphaned, alive = (_insert(drv).pk for _ in range(3))
+    drv.claim("w1", ["default"], 3)
+    _rows(drv).filter(pk=silent).update(heartbeat_at=now - timedelta(minutes=10))
+    _rows(drv).filter(pk=orphaned).update(locked_by="dead")
+    _rows(drv).filter(pk=alive).update(locked_by="alive")
+    workers = Worker.objects.using(drv.alias)
+    workers.create(name="dead", host="h", pid=1, last_seen=now - timedelta(minutes=5))
+    workers.create(name="alive", host="h", pid=2, last_seen=now)
+
+    with transaction.atomic(using=drv.alias):
+        found = drv.reap(now - timedelta(minutes=5), now - timedelta(minutes=1), 100)
+    assert sorted(job.pk for job in found) == sorted([silent, orphaned])
+
+
+@conformance
+def test_reap__two_reapers_split_the_rows(drv):
+    if not _locks_rows(drv):
+        pytest.skip("SQLite serialises whole transactions: one reaper runs at a time")
+    now = timezone.now()
+    for _ in range(4):
+        _insert(drv)
+    drv.claim("w1", ["default"], 4)
+    _rows(drv).update(heartbeat_at=now - timedelta(minutes=10))
+    reaped_first = threading.Event()
+    second_done = threading.Event()
+
+    def first() -> list[int]:
+        with transaction.atomic(using=drv.alias):
+            taken = [job.pk for job in drv.reap(now, now - timedelta(minutes=1), 2)]
+            reaped_first.set()
+            wait_for(second_done.is_set, timeout=60, message="the second reaper")
+            return taken
+
+    join_first = _in_thread(drv.alias, first)
+    wait_for(reaped_first.is_set, message="the first reaper")
+
+    def second() -> list[int]:
+        try:
+            with transaction.atomic(using=drv.alias):
+                return [job.pk for job in drv.reap(now, now - timedelta(minutes=1), 10)]
+        finally:
+            second_done.set()
+
+    taken_second = _in_thread(drv.alias, second)()
+    taken_first = join_first()
+    assert len(taken_first) == 2 and len(taken_second) == 2
+    assert set(taken_first).isdisjoint(taken_second)
+
+
+@conformance
+def test_take_back__finds_the_running_jobs_of_one_worker(drv):
+    mine, theirs, queued = (_insert(drv).pk for _ in range(3))
+    drv.claim("w1", ["default"], 2)
+    _rows(drv).filter(pk=theirs).update(locked_by="w2")
+    with transaction.atomic(using=drv.alias):
+        assert [job.pk for job in drv.take_back("w1", 100)] == [mine]
+    assert _rows(drv).get(pk=queued).status == Status.QUEUED
+
+
+@conformance
+def test_take_back__with_the_stores_policy_the_job_waits_out_its_backoff(drv):
+    job = store.enqueue("test.noop", {})
+    store.claim("w1", ["default"], 1)
+    before = timezone.now()
+    assert store.recover_worker("w1") == store.ReapResult(requeued=1)
+    row = Job.objects.get(pk=job.pk)
+    assert row.status == Status.QUEUED and row.locked_by is None
+    assert row.run_at >= before + timedelta(seconds=25), "the first backoff of test.noop"
+    assert JobAttempt.objects.get(job=row).error_class == "WorkerLost"
+
+
+@conformance
+def test_prune__deletes_finished_jobs_past_the_cutoff_and_keeps_the_failed_list(drv):
+    now = timezone.now()
+    old = now - timedelta(days=30)
+    done = _insert(drv).pk
+    cancelled = _insert(drv).pk
+    dismissed = _insert(drv).pk
+    failed = _insert(drv).pk
+    recent = _insert(drv).pk
+    queued = _insert(drv).pk
+    _rows(drv).filter(pk=done).update(status=Status.SUCCEEDED, finished_at=old)
+    _rows(drv).filter(pk=cancelled).update(status=Status.CANCELLED, finished_at=old)
+    _rows(drv).filter(pk=dismissed).update(status=Status.FAILED, finished_at=old, dismissed_at=old)
+    _rows(drv).filter(pk=failed).update(status=Status.FAILED, finished_at=old)
+    _rows(drv).filter(pk=recent).update(status=Status.SUCCEEDED, finished_at=now)
+
+    cutoff = now - timedelta(days=14)
+    assert drv.prune(cutoff, cutoff, batch_size=2) == 3
+    assert sorted(_rows(drv).values_list("pk", flat=True)) == sorted([failed, recent, queued])
+
+
+# --- wake-up --------------------------------------------------------------------------------
+
+
+@conformance
+def test_notify__reaches_a_listening_session_where_the_driver_listens(drv):
+    if not drv.listens:
+        with pytest.raises(NotImplementedError):
+            drv.listen(connections.create_connection(drv.alias))
+        drv.notify(["default"])  # a no-op where workers poll
+        return
+    session = connections.create_connection(drv.alias)
+    try:
+        notices = drv.listen(session)
+        drv.notify(["mail", "default"])  # autocommit: delivered at once
+        received: set[str] = set()
+
+        def both_received() -> bool:
+            received.update(notices.drain())
+            return received == {"mail", "default"}
+
+        wait_for(both_received, message="the notices")
+        assert not notices.closed and notices.fileno() > 0
+    finally:
+        session.close()
+
+
+# --- timers ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sessions(drv: Driver) -> Iterator[list[Any]]:
+    opened = [connections.create_connection(drv.alias) for _ in range(2)]
+    yield opened
+    for session in opened:
+        session.close()
+
+
+@conformance
+def test_try_lock_steps__a_held_step_is_refused_to_another_session(drv, sessions):
+    first, second = sessions
+    with drv.try_lock_steps(first, ["sweep", "report"]) as held:
+        assert held
+        with drv.try_lock_steps(second, ["other", "report"]) as held_elsewhere:
+            # SQLite runs on one host: nothing else runs a step beside it.
+            assert held_elsewhere is (not _locks_rows(drv))
+    with drv.try_lock_steps(second, ["report"]) as held_after:
+        assert held_after, "released when the first run ended"
+
+
+# --- reads ----------------------------------------------------------------------------------
+
+
+@conformance
+def test_task_rows__reads_the_rows_and_whether_each_was_tried(drv):
+    tried, fresh = _insert(drv, payload={"args": [1], "kwargs": {}}), _insert(drv)
+    JobAttempt.objects.using(drv.alias).create(job_id=tried.pk, type="test.noop", attempt=1, worker="w1")
+    _rows(drv).filter(pk=fresh.pk).update(result={"r": 1})
+    rows = {row.id: row for row in drv.task_rows([tried.pk, fresh.pk, 10**9])}
+    assert set(rows) == {tried.pk, fresh.pk}
+    assert (rows[tried.pk].tried, rows[fresh.pk].tried) == (True, False)
+    assert json.loads(rows[tried.pk].payload) == {"args": [1], "kwargs": {}}
+    assert json.loads(rows[fresh.pk].result) == {"r": 1} and rows[tried.pk].result is None
+    assert rows[tried.pk].status == Status.QUEUED and rows[tried.pk].queue == "default"
+
+
+@conformance
+def test_newest_of_keys__matches_the_newest_job_of_each_key(drv):
+    _insert(drv, dedupe_key="a", type="t.one")
+    _rows(drv).update(status=Status.SUCCEEDED)
+    newest_a = _insert(drv, dedupe_key="a", type="t.two")
+    newest_b = _insert(drv, dedupe_key="b", type="t.one")
+    _insert(drv, dedupe_key="c", type="t.one")  # not asked for
+    _insert(drv, dedupe_key="b", type="t.other")  # not one of the types
+    matched = _rows(drv).filter(drv.newest_of_keys(["a", "b"], ["t.one", "t.two"]))
+    assert sorted(matched.values_list("pk", flat=True)) == sorted([newest_a.pk, newest_b.pk])
+
+
+@conformance
+def test_estimate_rows__is_a_count_estimate(drv):
+    for _ in range(20):
+        _insert(drv)
+    if drv.vendor == "postgresql":
+        drv.execute("ANALYZE jobs_job")
+    elif drv.vendor == "mysql":
+        drv.execute("ANALYZE TABLE jobs_job")
+    estimate = drv.estimate_rows(Status.QUEUED)
+    assert isinstance(estimate, int) and estimate >= 0
+    if drv.vendor != "sqlite":  # SQLite has no estimate to give
+        assert estimate > 0
+
+
+@conformance
+def test_metrics_snapshot__runs_the_reads_inside_it(drv):
+    _insert(drv)
+    with drv.metrics_snapshot(5_000):
+        assert _rows(drv).count() == 1
+        assert connections[drv.alias].in_atomic_block == (drv.vendor != "sqlite")
