@@ -30,6 +30,7 @@ from django.utils import timezone
 from jobs import registry, retries, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
+from jobs.drivers.orm import claimed_row_fields
 from jobs.drivers.protocol import Batch, ClaimedJob
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
@@ -218,16 +219,7 @@ def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
         job = Job.objects.select_for_update().filter(pk=job_id, status=Status.QUEUED).first()
         if job is None:
             return None
-        Job.objects.filter(pk=job_id).update(
-            status=Status.RUNNING,
-            attempts=F("attempts") + 1,
-            locked_by=worker,
-            started_at=Now(),
-            heartbeat_at=Now(),
-            finished_at=None,
-            progress=None,
-            progress_message="",
-        )
+        Job.objects.filter(pk=job_id).update(**claimed_row_fields(worker))
     return ClaimedJob(
         job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue
     )

@@ -37,7 +37,9 @@ NO_KEY = "no-key-configured"
 
 
 @lru_cache(maxsize=4)
-def _client(base_url: str, api_key: str, timeout: float, max_bytes: int) -> Any:
+def bounded_client(base_url: str, api_key: str, timeout: float, max_bytes: int) -> Any:
+    """An ``openai`` client for chat and embeddings alike: no retries, a whole-call deadline
+    and an answer bound."""
     from openai import OpenAI
 
     # MODEL_TIMEOUT is the whole call's deadline, and the answer is counted once decoded.
@@ -55,7 +57,7 @@ def _client(base_url: str, api_key: str, timeout: float, max_bytes: int) -> Any:
 
 def openai_client() -> Any:
     """The client of the current settings (one per process and settings)."""
-    return _client(
+    return bounded_client(
         settings.OPENAI_BASE_URL,
         settings.OPENAI_API_KEY,
         settings.MODEL_TIMEOUT,

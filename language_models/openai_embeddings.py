@@ -11,8 +11,7 @@ answers). The client does not retry: the pipeline decides what an unreachable se
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -25,27 +24,9 @@ from language_models.errors import (
     ModelUnavailable,
     rate_limited,
 )
-from language_models.openai_compatible import NO_KEY, retry_after, unreadable
-from language_models.transport import BoundedTransport
+from language_models.openai_compatible import bounded_client, retry_after, unreadable
 
 PROVIDER = "openai"
-
-
-@lru_cache(maxsize=4)
-def _client(base_url: str, api_key: str, timeout: float, max_bytes: int) -> Any:
-    import httpx
-    from openai import OpenAI
-
-    http_client = httpx.Client(transport=BoundedTransport(timeout, max_bytes), timeout=timeout)
-    # The client takes an httpx.Client as well as its own httpx2 one, but its hints name only
-    # httpx2's: the transport that bounds a whole request is httpx's.
-    return OpenAI(
-        base_url=base_url,
-        api_key=api_key or NO_KEY,
-        timeout=timeout,
-        max_retries=0,
-        http_client=cast(Any, http_client),
-    )
 
 
 def endpoint() -> str:
@@ -65,7 +46,7 @@ def embed(texts: list[str]) -> list[list[float]]:
     }
     if settings.EMBEDDING_SEND_DIMENSIONS:
         request["dimensions"] = settings.EMBEDDING_DIMENSIONS
-    client = _client(
+    client = bounded_client(
         settings.EMBEDDING_BASE_URL,
         settings.EMBEDDING_API_KEY,
         settings.EMBEDDING_TIMEOUT,

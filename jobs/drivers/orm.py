@@ -33,6 +33,20 @@ def placeholders(values: Sequence[object]) -> str:
     return ", ".join(["%s"] * len(values))
 
 
+def claimed_row_fields(worker: str) -> dict[str, Any]:
+    """What a claim writes on a job it takes: one more attempt, running for ``worker``."""
+    return {
+        "status": Status.RUNNING,
+        "attempts": F("attempts") + 1,
+        "locked_by": worker,
+        "started_at": Now(),
+        "heartbeat_at": Now(),
+        "finished_at": None,
+        "progress": None,
+        "progress_message": "",
+    }
+
+
 class OrmDriver:
     """The portable driver: correct on any database Django supports, in more statements
     than a database's own SQL needs."""
@@ -120,16 +134,7 @@ class OrmDriver:
             )
             if not ids:
                 return []
-            self.jobs().filter(id__in=ids).update(
-                status=Status.RUNNING,
-                attempts=F("attempts") + 1,
-                locked_by=worker,
-                started_at=Now(),
-                heartbeat_at=Now(),
-                finished_at=None,
-                progress=None,
-                progress_message="",
-            )
+            self.jobs().filter(id__in=ids).update(**claimed_row_fields(worker))
             claimed = self.jobs().filter(id__in=ids).order_by("priority", "run_at", "id")
             return [
                 ClaimedJob(

@@ -70,9 +70,11 @@ class RepositoryForm(forms.ModelForm):
     parsers read differently, a credential refused, any other field) shows *** in its place,
     as a password field shows nothing; the credential is typed again."""
 
+    # _post_clean is Django's last step of validation, which django-stubs does not declare.
     def _post_clean(self) -> None:
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]
         url = str(self.data.get(self.add_prefix("url"), ""))
-        if self._errors and "@" in url:
-            self.data = self.data.copy()
-            self.data[self.add_prefix("url")] = addresses.shown(url)
+        if self.errors and "@" in url:
+            shown = self.data.copy()  # type: ignore[attr-defined]  # a QueryDict
+            shown[self.add_prefix("url")] = addresses.shown(url)
+            self.data = shown

@@ -18,7 +18,7 @@ from workspaces import addresses, credentials
 from workspaces.models import Repository, WorkConnection
 
 # Every model that keeps an encrypted credential in a ``credential`` field.
-HOLDERS: tuple[type[models.Model], ...] = (Repository, WorkConnection)
+HOLDERS: tuple[type[Repository] | type[WorkConnection], ...] = (Repository, WorkConnection)
 
 
 @dataclass(frozen=True)
