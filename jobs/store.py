@@ -2,7 +2,7 @@
 
 enqueue, enqueue_many, enqueue_task, claim, claim_job, complete, complete_in_transaction, fail,
 reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
-recover_worker, prune; and task_rows, the read django.tasks tasks' results are built from.
+recover_worker, prune.
 The worker calls these; it never writes SQL itself. Neither does this module: how a
 database does a verb is its driver's (``jobs.drivers``); what the verb means (which
 transition applies, the fence, the backoff, what a reap or a release does) is decided here.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 from django.db.transaction import TransactionManagementError
@@ -225,34 +225,6 @@ def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
     )
 
 
-def task_rows(job_ids: Sequence[int]) -> dict[int, tuple[Job, bool]]:
-    """django.tasks tasks' rows (the fields their results need), each with whether it has
-    failed tries, by id; ids without a row are left out. A worker reads them before every
-    try of a task, so the driver reads a whole batch at once."""
-    if not job_ids:
-        return {}
-    found = {}
-    for row in driver().task_rows(job_ids):
-        job = Job(
-            id=row.id,
-            type=row.type,
-            queue=row.queue,
-            priority=row.priority,
-            status=row.status,
-            payload=json.loads(row.payload),
-            run_at=row.run_at,
-            created_at=row.created_at,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
-            locked_by=row.locked_by,
-            result=None if row.result is None else json.loads(row.result),
-        )
-        job._state.adding = False
-        job._state.db = connection.alias
-        found[row.id] = (job, row.tried)
-    return found
-
-
 def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None = None) -> list[int]:
     """Mark ``(job id, attempt)`` pairs succeeded; returns the ids that applied.
 
@@ -290,6 +262,11 @@ def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
         raise FencedOff(f"Job #{job_id} try {attempt} is no longer running under {worker}.")
 
 
+def _fit(model: type[models.Model], column: str, text: str) -> str:
+    """``text`` cut to what the model's ``column`` holds."""
+    return text[: model._meta.get_field(column).max_length]  # type: ignore[union-attr]
+
+
 def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None:
     """Record a failed try; the job is queued again after its backoff, or fails for good.
 
@@ -323,7 +300,7 @@ def _record_attempt(job: Job, worker: str, failure: Failure, outcome: str | None
         attempt=job.earlier_attempts + job.attempts,
         worker=worker,
         started_at=job.started_at,
-        error_class=failure.error_class[:200],
+        error_class=_fit(JobAttempt, "error_class", failure.error_class),
         error=failure.message,
         traceback=failure.traceback,
         outcome=outcome or job.status,
@@ -356,7 +333,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
         job.started_at = job.heartbeat_at = None
         job.progress = None
         job.progress_message = ""
-        job.message = reason[:200]
+        job.message = _fit(Job, "message", reason)
         job.save(
             update_fields=[
                 "status",
@@ -421,7 +398,12 @@ def heartbeat(worker: str, job_ids: Iterable[int] | None = None) -> int:
 
 def set_progress(worker: str, job_id: int, attempt: int, percent: int, message: str) -> bool:
     return driver().set_state_if_running(
-        worker, job_id, attempt, progress=percent, progress_message=message[:500], heartbeat_at=Now()
+        worker,
+        job_id,
+        attempt,
+        progress=percent,
+        progress_message=_fit(Job, "progress_message", message),
+        heartbeat_at=Now(),
     )
 
 
@@ -601,42 +583,3 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     total = driver().prune(finished_before=cutoff, dismissed_before=cutoff, batch_size=batch_size)
     Worker.objects.filter(stopped_at__lt=cutoff).delete()
     return total
-
-
-# --- worker registry ----------------------------------------------------------------------
-
-
-def register_worker(name: str, host: str, pid: int, queues: list[str]) -> ReapResult:
-    """Add or renew this worker's row, then requeue what it left running last time.
-
-    Refuses a name that a live worker (seen within the lease) is using.
-    """
-    lease = timedelta(seconds=jobs_settings.WORKER_LEASE)
-    with transaction.atomic():
-        existing = Worker.objects.select_for_update().filter(name=name).first()
-        if (
-            existing
-            and existing.stopped_at is None
-            and existing.last_seen > timezone.now() - lease
-            and (existing.host, existing.pid) != (host, pid)
-        ):
-            raise InvalidTransition(
-                f"A live worker already runs under the name {name!r} "
-                f"(pid {existing.pid} on {existing.host}); choose another --name."
-            )
-        Worker.objects.update_or_create(
-            name=name,
-            defaults={
-                "host": host,
-                "pid": pid,
-                "queues": queues,
-                "started_at": timezone.now(),
-                "last_seen": timezone.now(),
-                "stopped_at": None,
-            },
-        )
-    return recover_worker(name)
-
-
-def unregister_worker(name: str) -> None:
-    Worker.objects.filter(name=name).update(stopped_at=Now(), last_seen=Now())

@@ -19,8 +19,8 @@ from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
-from jobs import registry, store
-from jobs.django_tasks import types
+from jobs import registry
+from jobs.django_tasks import rows, types
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
 
@@ -71,16 +71,16 @@ def prefetch(job_ids: list[int]) -> None:
     does this before each batch, since every try needs its row. Nobody else changes a
     claimed task's row while the batch runs, so what is read here stays true."""
     _prefetched.clear()
-    _prefetched.update(store.task_rows(job_ids))
+    _prefetched.update(rows.read(job_ids))
 
 
 def load(job_id: int, task: Task | None = None) -> TaskResult:
     """The task result of job ``job_id`` (``task``: its task, if already known), from the
     rows read ahead for its batch or read now.
 
-    One query, and a second one for the failed tries only when there are any.
+    One statement, and a second one for the failed tries only when there are any.
     """
-    found = _prefetched.pop(job_id, None) or store.task_rows([job_id]).get(job_id)
+    found = _prefetched.pop(job_id, None) or rows.read([job_id]).get(job_id)
     if found is None:
         raise TaskResultDoesNotExist(f"No task result {job_id}: never enqueued, or pruned.")
     row, tried = found

@@ -20,7 +20,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
-from django.db.models import F, Q, QuerySet, Subquery
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -227,8 +227,12 @@ class OrmDriver:
     # --- reads ---
 
     def task_rows(self, job_ids: Sequence[int]) -> list[TaskRow]:
-        tried = set(
-            JobAttempt.objects.using(self.alias).filter(job_id__in=job_ids).values_list("job_id", flat=True)
+        # One statement: whether a job has failed tries is a subquery of the row's read (an
+        # index probe of jobs_attempt's job_id), not a second statement on jobs_attempt.
+        rows = (
+            self.jobs()
+            .filter(pk__in=job_ids)
+            .annotate(tried=Exists(JobAttempt.objects.using(self.alias).filter(job_id=OuterRef("pk"))))
         )
         return [
             TaskRow(
@@ -244,9 +248,9 @@ class OrmDriver:
                 job.finished_at,
                 job.locked_by,
                 None if job.result is None else json.dumps(job.result),
-                job.pk in tried,
+                job.tried,
             )
-            for job in self.jobs().filter(pk__in=job_ids)
+            for job in rows
         ]
 
     def newest_of_keys(self, dedupe_keys: Sequence[str], types: Sequence[str]) -> Q:

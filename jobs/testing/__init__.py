@@ -172,9 +172,8 @@ def _run_claimed(claimed: Any) -> bool:
     """Run a claimed job through the child's code and record its outcome as the
     supervisor does; True when it asked to run later."""
     from jobs import store
-    from jobs.errors import RetryLater
-    from jobs.store import Failure
     from jobs.worker import child
+    from jobs.worker.outcome import Kind
 
     def report(percent: int, message: str) -> None:
         store.set_progress(WORKER, claimed.id, claimed.attempt, percent, message)
@@ -183,16 +182,16 @@ def _run_claimed(claimed: Any) -> bool:
         claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, WORKER, report
     )
     done = [(claimed.id, claimed.attempt)]
-    if isinstance(outcome, Failure):
-        store.fail(WORKER, claimed.id, claimed.attempt, outcome)
-    elif isinstance(outcome, RetryLater):
+    if outcome.kind is Kind.FAILED:
+        assert outcome.failure is not None
+        store.fail(WORKER, claimed.id, claimed.attempt, outcome.failure)
+    elif outcome.kind is Kind.POSTPONED:
+        assert outcome.at is not None
         store.reschedule(WORKER, claimed.id, claimed.attempt, outcome.at, outcome.reason)
         return True
-    elif isinstance(outcome, str):
-        store.complete(WORKER, done, [outcome])
-    elif outcome is None:
-        store.complete(WORKER, done)
-    # else an atomic job: it committed its completion with its writes, or rolled back
+    elif outcome.kind is Kind.SUCCEEDED:
+        store.complete(WORKER, done, None if outcome.result is None else [outcome.result])
+    # else an atomic job, settled: it committed its completion with its writes, or rolled back
     return False
 
 

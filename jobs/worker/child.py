@@ -18,7 +18,6 @@ the end, and hold the job row's lock against the supervisor's heartbeats.
 
 from __future__ import annotations
 
-import enum
 import functools
 import json
 import logging
@@ -39,31 +38,14 @@ from jobs import registry, retries
 from jobs.context import JobContext
 from jobs.errors import FencedOff, RetryLater, UnknownJobType
 from jobs.worker import messages
-from jobs.worker.messages import (
-    CURRENT,
-    STARTED,
-    FromChild,
-    JobFailed,
-    JobFields,
-    JobRescheduled,
-    JobReturned,
-    JobSettled,
-    SharedState,
-    Stop,
-)
+from jobs.worker.messages import CURRENT, STARTED, FromChild, JobEnded, JobFields, SharedState, Stop
+from jobs.worker.outcome import SUCCEEDED, Kind, Outcome
 from jobs.worker.progress import ProgressSlot
 
 if TYPE_CHECKING:
     from jobs.store import Failure
 
 logger = logging.getLogger("jobs.worker")
-
-
-class Settled(enum.Enum):
-    """How an atomic job's transaction ended; the child wrote its outcome itself."""
-
-    COMMITTED = "committed"  # the handler's writes and the job's completion
-    FENCED_OFF = "fenced off"  # the job was no longer this try's: everything rolled back
 
 
 def main(
@@ -91,21 +73,12 @@ def main(
             state[CURRENT] = index
             reporter = functools.partial(progress.put, job_id, attempt)
             outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, reporter)
-            if isinstance(outcome, Settled):
-                if not _send(conn, JobSettled(index, outcome is Settled.COMMITTED)):
-                    return
-            elif isinstance(outcome, str):
-                if not _send(conn, JobReturned(index, outcome)):
-                    return
-            elif outcome is not None:
-                close_old_connections()
-                report: FromChild = (
-                    JobRescheduled(index, outcome.at, outcome.reason)
-                    if isinstance(outcome, RetryLater)
-                    else JobFailed(index, outcome)
-                )
-                if not _send(conn, report):
-                    return
+            if outcome is SUCCEEDED:
+                continue  # the end of the batch acknowledges it
+            if outcome.kind in (Kind.FAILED, Kind.POSTPONED):
+                close_old_connections()  # a failed try may have left the connection broken
+            if not _send(conn, JobEnded(index, outcome)):
+                return
         close_old_connections()
         if not _send(conn, messages.BATCH_DONE):
             return
@@ -163,12 +136,12 @@ def run(
     max_attempts: int,
     worker: str,
     report: Callable[[int, str], None],
-) -> Failure | RetryLater | Settled | str | None:
-    """Run one job: None when it succeeded (the supervisor acknowledges it), the JSON text
-    of its result when its type keeps one (a django.tasks task), what went wrong when it
-    failed, the ``RetryLater`` it raised (an atomic job's writes are rolled back first), or,
-    for an atomic job, how its transaction ended. ``report`` takes the handler's progress
-    (``jobs.worker.progress``: the supervisor writes it to the row).
+) -> Outcome:
+    """Run one job and say what it came to (``jobs.worker.outcome``): succeeded (with the
+    JSON text of its result when its type keeps one, a django.tasks task's), failed,
+    postponed by the ``RetryLater`` it raised (an atomic job's writes are rolled back
+    first), or, for an atomic job, settled in its own transaction. ``report`` takes the
+    handler's progress (``jobs.worker.progress``: the supervisor writes it to the row).
     """
     try:
         job_type = registry.lookup(type_name)
@@ -184,20 +157,20 @@ def run(
         if job_type.atomic:
             from jobs import store  # the store needs the models: only once Django is set up
 
-            # Called in this frame, like the plain handler below, so that the TypeError
-            # check below still tells a payload that does not fit the handler's keywords.
+            # Called in this frame, like the plain handler below, so that the retry rule
+            # still tells a payload that does not fit the handler's keywords.
             with transaction.atomic():
                 job_type.func(ctx, **payload)
                 store.complete_in_transaction(worker, job_id, attempt)  # raises FencedOff
-            return Settled.COMMITTED
+            return Outcome.settled(committed=True)
         returned = job_type.func(ctx, **payload)
-        return returned if job_type.keeps_result else None
+        return Outcome.succeeded(returned) if job_type.keeps_result and returned is not None else SUCCEEDED
     except RetryLater as wait:
-        return wait
+        return Outcome.postponed(wait.at, wait.reason)
     except FencedOff:
-        return Settled.FENCED_OFF
+        return Outcome.settled(committed=False)
     except BaseException as exc:  # noqa: BLE001 - anything a handler raises is a failed try
-        return _failure(exc, retryable=retries.retryable(exc))
+        return Outcome.failed(_failure(exc, retryable=retries.retryable(exc)))
 
 
 def _failure(exc: BaseException, *, retryable: bool) -> Failure:

@@ -3,14 +3,12 @@
 Supervisor → child, over the pipe: ``RunBatch`` (jobs to run in order, one at a time) or
 ``Stop`` (exit; only ever sent between batches).
 
-Child → supervisor, over the pipe: ``JobFailed`` as soon as a job of the batch fails,
-``JobReturned`` as soon as a job that returns a result (a django.tasks task) succeeds,
-``JobRescheduled`` as soon as one asks to run again later (``jobs.RetryLater``: not a
-failure, no attempt used), ``JobSettled`` as soon as an atomic job's transaction has ended
-(committed with the job's completion in it, or rolled back because the fence refused that
-completion: either way the supervisor has nothing left to write for it), and ``BatchDone``
-once every job of the batch has run (failed, rescheduled and settled ones included).
-Progress goes through shared memory instead (``jobs.worker.progress``). A plain job without a result sends nothing of its own: ``BatchDone`` covers it.
+Child → supervisor, over the pipe: ``JobEnded`` as soon as a job of the batch has an
+outcome the supervisor must hear of (``jobs.worker.outcome``: it failed, it was postponed
+by ``RetryLater``, an atomic job settled its own transaction, or a django.tasks task
+succeeded with a result to store), and ``BatchDone`` once every job of the batch has run.
+A plain job that succeeded sends nothing of its own: ``BatchDone`` covers it. Progress
+goes through shared memory instead (``jobs.worker.progress``).
 
 Child → supervisor, without a message: before each job the child writes the job's index in
 the batch and its start into a shared array (``SharedState``, at ``CURRENT`` and
@@ -20,20 +18,18 @@ which ones finished before it and which never started.
 On the pipe the records travel as bare tuples and ``None``: pickling an instance of a
 class looks the class up by name on both sides, several microseconds a message, which the
 hot path would pay on every batch (and, for jobs sent as ``ClaimedJob``, on every job).
-A record with content travels as its fields behind a small number naming its kind
-(``_TAGGED``); ``send`` and the two ``receive_*`` functions are the only code that knows
+``JobEnded`` travels as its position, its outcome's kind as a number and the outcome's
+other fields; ``send`` and the two ``receive_*`` functions are the only code that knows
 that shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-if TYPE_CHECKING:
-    from jobs.store import Failure
+from jobs.worker.outcome import Kind, Outcome
 
 # The fields of ``jobs.store.ClaimedJob``: id, type, payload (JSON text), attempt, max
 # attempts, queue.
@@ -62,37 +58,11 @@ class Stop(NamedTuple):
     """Exit: the supervisor is shutting down."""
 
 
-class JobFailed(NamedTuple):
-    """The job at ``position`` in the current batch failed; the batch goes on."""
+class JobEnded(NamedTuple):
+    """The job at ``position`` in the current batch came to ``outcome``; the batch goes on."""
 
     position: int  # not "index": a tuple's method
-    failure: Failure
-
-
-class JobRescheduled(NamedTuple):
-    """The job at ``position`` raised ``RetryLater``: back to the queue for ``at``, its
-    attempt given back; the batch goes on."""
-
-    position: int
-    at: datetime
-    reason: str
-
-
-class JobSettled(NamedTuple):
-    """The atomic job at ``position`` wrote its own outcome in its handler's transaction:
-    ``committed`` (its writes and its completion), or rolled back because the job was no
-    longer this try's (the fence refused the completion). Nothing is left to acknowledge."""
-
-    position: int
-    committed: bool
-
-
-class JobReturned(NamedTuple):
-    """The job at ``position`` in the current batch succeeded and returned ``value`` (JSON
-    text), which the supervisor stores with it."""
-
-    position: int
-    value: str
+    outcome: Outcome
 
 
 class BatchDone(NamedTuple):
@@ -100,15 +70,7 @@ class BatchDone(NamedTuple):
 
 
 ToChild = RunBatch | Stop
-FromChild = JobFailed | JobReturned | JobRescheduled | JobSettled | BatchDone
-
-# The records with content, by the number that names each on the wire.
-_TAGGED: tuple[type[JobFailed | JobReturned | JobRescheduled | JobSettled], ...] = (
-    JobFailed,
-    JobReturned,
-    JobRescheduled,
-    JobSettled,
-)
+FromChild = JobEnded | BatchDone
 
 STOP = Stop()
 BATCH_DONE = BatchDone()
@@ -122,8 +84,9 @@ def send(conn: Connection, message: ToChild | FromChild) -> None:
 def _wire(message: ToChild | FromChild) -> object:
     if isinstance(message, RunBatch):
         return [tuple(job) for job in message.jobs]  # plain tuples: see the module docstring
-    if isinstance(message, _TAGGED):
-        return (_TAGGED.index(type(message)), *message)
+    if isinstance(message, JobEnded):
+        outcome = message.outcome
+        return (message.position, outcome.kind.value, *outcome[1:])  # the kind as a bare int
     return None  # Stop, or BatchDone: each direction has one record without content
 
 
@@ -136,4 +99,4 @@ def receive_in_child(conn: Connection) -> ToChild:
 def receive_in_supervisor(conn: Connection) -> FromChild:
     """A child's next record (blocks; EOFError when the child is gone)."""
     wire = conn.recv()
-    return BATCH_DONE if wire is None else _TAGGED[wire[0]](*wire[1:])
+    return BATCH_DONE if wire is None else JobEnded(wire[0], Outcome(Kind(wire[1]), *wire[2:]))

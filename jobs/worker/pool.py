@@ -54,7 +54,7 @@ class Child:
         # Indexes in the batch whose outcome the child already reported: failed, rescheduled,
         # or an atomic job settled in its own transaction. They are not acknowledged with the batch.
         self.settled: set[int] = set()
-        self.returned: dict[int, str] = {}  # results reported so far, by index in the batch
+        self.returned: dict[int, str | None] = {}  # results reported so far, by index in the batch
         self.sent_at = 0.0
 
     @property

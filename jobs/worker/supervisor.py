@@ -4,7 +4,8 @@ reaps, wakes on NOTIFY, and stops gracefully.
 It only calls ``jobs.store``, in one thread, between waits, and always through its
 ``DatabaseGuard`` (``jobs.worker.guard``): a database outage pauses claiming while the
 ``ResultBuffer`` (``jobs.worker.results``) keeps the children's results until the database
-is back. The handlers' progress reaches the rows through its ``ProgressWriter``
+is back. How each try ends (its outcome, its log line, a dead child's batch) is
+``Endings``'s (``jobs.worker.endings``). The handlers' progress reaches the rows through its ``ProgressWriter``
 (``jobs.worker.progress``).
 """
 
@@ -22,14 +23,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jobs import registry, retries, store
+from jobs import registry, store, workers
 from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
+from jobs.worker.endings import Endings
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
-from jobs.worker.messages import JobFailed, JobRescheduled, JobReturned, JobSettled
 from jobs.worker.pool import Child, Lane
 from jobs.worker.progress import ProgressWriter
 from jobs.worker.results import ResultBuffer
@@ -59,6 +60,7 @@ class Supervisor:
         self.db = DatabaseGuard(jobs_settings.WORKER_LEASE, on_outage=self._close_listener)
         self.results = ResultBuffer(self.name, self.db, ack_batch=jobs_settings.ACK_BATCH)
         self.progress = ProgressWriter(self.name, self.db, jobs_settings.PROGRESS_INTERVAL)
+        self.endings = Endings(self.results, self.progress)
         self.schedules = ScheduleTicker(enabled=options.schedules, poll_interval=options.poll_interval)
         self.stopping = False
         self.stop_deadline = 0.0
@@ -97,7 +99,7 @@ class Supervisor:
         finally:
             self._shutdown_children()
             self.results.flush(force=True)
-            self.db.call(store.unregister_worker, self.name)
+            self.db.call(workers.unregister, self.name)
             self.listener.close()
             signal.set_wakeup_fd(-1)
         logger.info("Worker %s stopped.", self.name)
@@ -129,7 +131,7 @@ class Supervisor:
         """Register this worker, retrying while the database cannot be reached; False when
         a stop signal came first."""
         register = functools.partial(
-            store.register_worker,
+            workers.register,
             self.name,
             socket.gethostname(),
             os.getpid(),
@@ -383,152 +385,20 @@ class Supervisor:
     # --- results --------------------------------------------------------------------------
 
     def _on_message(self, child: Child) -> None:
-        if not self._collect(child):
+        if not self.endings.collect(child):
             self._on_child_exit(child)
-
-    def _collect(self, child: Child) -> bool:
-        """Read one message from a child; False when its pipe is closed (it died)."""
-        try:
-            message = child.receive()
-        except (EOFError, OSError):
-            return False
-        self.progress.write(child)  # a job ended: its last report, before its result
-        if isinstance(message, JobReturned):
-            child.returned[message.position] = message.value
-            return True
-        if isinstance(message, JobFailed):
-            child.settled.add(message.position)
-            took = time.monotonic() - child.started
-            self._failed(child.batch[message.position], message.failure, took, "failed")
-            return True
-        if isinstance(message, JobRescheduled):
-            child.settled.add(message.position)  # not acknowledged with the batch
-            self._rescheduled(child.batch[message.position], message, time.monotonic() - child.started)
-            return True
-        if isinstance(message, JobSettled):
-            child.settled.add(message.position)
-            self._settled(child.batch[message.position], message.committed, time.monotonic() - child.started)
-            return True
-        returned = child.returned
-        batch, settled, took = child.finish()
-        child.lane.observe(took, len(batch))
-        for index, job in enumerate(batch):
-            if index not in settled:
-                self._succeeded(job, took / len(batch), returned.get(index))
-        return True
-
-    def _succeeded(self, job: ClaimedJob, took: float, result: str | None = None) -> None:
-        self.results.ack(job, result)
-        if self.log_jobs:
-            logger.info(
-                "end %s #%d attempt %d/%d %.1fms succeeded",
-                job.type,
-                job.id,
-                job.attempt,
-                job.max_attempts,
-                took * 1000,
-            )
-
-    def _settled(self, job: ClaimedJob, committed: bool, took: float) -> None:
-        """An atomic job wrote its own outcome: nothing to acknowledge."""
-        if committed:
-            if self.log_jobs:
-                logger.info(
-                    "end %s #%d attempt %d/%d %.1fms succeeded (committed with its writes)",
-                    job.type,
-                    job.id,
-                    job.attempt,
-                    job.max_attempts,
-                    took * 1000,
-                )
-            return
-        logger.warning(
-            "end %s #%d attempt %d/%d %.1fms rolled back: the job was no longer this worker's "
-            "(taken back by the reaper), so its writes were not committed",
-            job.type,
-            job.id,
-            job.attempt,
-            job.max_attempts,
-            took * 1000,
-        )
-
-    def _failed(self, job: ClaimedJob, failure: Failure, took: float, what: str) -> None:
-        self.results.fail(job, failure)
-        retried = retries.retried(job.attempt, job.max_attempts, retryable=failure.retryable)
-        logger.warning(
-            "end %s #%d attempt %d/%d %.1fms %s, %s: %s",
-            job.type,
-            job.id,
-            job.attempt,
-            job.max_attempts,
-            took * 1000,
-            what,
-            "to be retried" if retried else "for good",
-            failure.text,
-        )
-
-    def _rescheduled(self, job: ClaimedJob, message: JobRescheduled, took: float) -> None:
-        self.results.reschedule(job, message.at, message.reason)
-        logger.info(
-            "end %s #%d attempt %d/%d %.1fms rescheduled for %s: %s",
-            job.type,
-            job.id,
-            job.attempt,
-            job.max_attempts,
-            took * 1000,
-            f"{message.at:%Y-%m-%d %H:%M:%S}",
-            message.reason,
-        )
 
     def _on_child_exit(self, child: Child) -> None:
         if child not in child.lane.children:
             return  # already handled (its pipe and its sentinel both fire)
-        self._read_pending(child)
+        self.endings.read_pending(child)
         how = child.exit_description()
         if child.busy:
             failure = Failure("WorkerCrashed", f"The child process running this job {how}.")
-            self._salvage(child, failure=failure, what="crashed")
+            self.endings.salvage(child, failure=failure, how="crashed")
         elif not self.stopping:  # a stopping worker replaces nothing
             logger.warning("An idle child process %s; replacing it.", how)
         self._replace(child)
-
-    def _read_pending(self, child: Child) -> None:
-        """Read what a child said before it died or was killed (failures, results of the
-        jobs it finished, atomic jobs it settled, or the end of its batch), so that settling
-        its batch counts neither a failed or settled job as done nor a task's result as lost."""
-        with contextlib.suppress(EOFError, OSError):
-            while child.busy and child.conn.poll() and self._collect(child):
-                pass
-
-    def _salvage(
-        self, child: Child, *, failure: Failure | None = None, what: str = "", release_message: str = ""
-    ) -> None:
-        """Settle a batch whose child was killed or died: jobs before the one it was running
-        finished; that one failed (or, at shutdown, goes back without using an attempt);
-        jobs after it never started and go back as they were."""
-        index, culprit, started = child.current()
-        returned = child.returned
-        batch, settled, _ = child.finish()
-        for position, job in enumerate(batch):
-            if position < index and position not in settled:
-                self._succeeded(job, 0.0, returned.get(position))
-            elif position > index:
-                self.results.release(job)
-        if index in settled:
-            return
-        took = time.monotonic() - started
-        if failure is not None:
-            self._failed(culprit, failure, took, what)
-        else:
-            self.results.release(culprit, release_message)
-            logger.warning(
-                "end %s #%d attempt %d/%d %.1fms cut off at shutdown, requeued",
-                culprit.type,
-                culprit.id,
-                culprit.attempt,
-                culprit.max_attempts,
-                took * 1000,
-            )
 
     def _stop_overdue(self, now: float) -> None:
         for lane in self.lanes:
@@ -539,12 +409,12 @@ class Supervisor:
                 timeout = self._timeout(job.type)
                 if timeout and now >= started + timeout:
                     child.kill()
-                    self._read_pending(child)
+                    self.endings.read_pending(child)
                     if child.busy:  # else its batch ended just before it was stopped
                         failure = Failure(
                             "JobTimeout", f"The job ran longer than its {timeout:g}s timeout and was stopped."
                         )
-                        self._salvage(child, failure=failure, what="timed out")
+                        self.endings.salvage(child, failure=failure, how="timed out")
                     self._replace(child)
 
     # --- stopping -------------------------------------------------------------------------
@@ -559,9 +429,9 @@ class Supervisor:
             for child in list(lane.children):
                 if child.busy:
                     child.kill()
-                    self._read_pending(child)
+                    self.endings.read_pending(child)
                     if child.busy:
-                        self._salvage(child, release_message=store.REQUEUED_AT_SHUTDOWN)
+                        self.endings.salvage(child, release_message=store.REQUEUED_AT_SHUTDOWN)
                     self._retire(child)
 
     def _shutdown_children(self) -> None:

@@ -35,10 +35,10 @@ raced = store.enqueue("test.write_atomic", {})
 store.recover_worker("w1")
 Job.objects.filter(pk=raced.pk).update(run_at=timezone.now() - timedelta(hours=1))  # its backoff has passed
 [second] = store.claim("w2", ["default"], 1)
-outcomes = [run(second, "w2").value, run(first, "w1").value]
+outcomes = ["committed" if run(job, w).committed else "fenced off" for job, w in [(second, "w2"), (first, "w1")]]
 failing = store.enqueue("test.write_atomic", {"fail": "boom"})
 [claimed] = store.claim("w3", ["default"], 1)
-failure = run(claimed, "w3")
+failure = run(claimed, "w3").failure
 print(json.dumps({
     "outcomes": outcomes,
     "raced_rows": list(Execution.objects.filter(job_id=raced.pk).values_list("attempt", flat=True)),

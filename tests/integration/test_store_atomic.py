@@ -12,14 +12,14 @@ from jobs import store
 from jobs.errors import FencedOff
 from jobs.models import Job, JobAttempt, Status
 from jobs.worker import child
-from jobs.worker.child import Settled
+from jobs.worker.outcome import SUCCEEDED, Outcome
 from tests.jobs_app.models import Execution
 from tests.support.job_states import claim_one, make_due
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _run(claimed: store.ClaimedJob, worker: str, report=None) -> object:
+def _run(claimed: store.ClaimedJob, worker: str, report=None) -> Outcome:
     return child.run(
         claimed.id,
         claimed.type,
@@ -40,7 +40,7 @@ def test_atomic_job__commits_its_writes_and_its_completion_together():
     job = store.enqueue("test.write_atomic", {})
     claimed = claim_one("w1", "test.write_atomic")
 
-    assert _run(claimed, "w1") is Settled.COMMITTED
+    assert _run(claimed, "w1") == Outcome.settled(committed=True)
 
     job.refresh_from_db()
     assert (job.status, job.progress, job.attempts, job.locked_by) == (Status.SUCCEEDED, 100, 1, "w1")
@@ -55,7 +55,7 @@ def test_plain_job__commits_its_writes_before_the_job_is_acknowledged():
     job = store.enqueue("test.write", {})
     claimed = claim_one("w1", "test.write")
 
-    assert _run(claimed, "w1") is None
+    assert _run(claimed, "w1") is SUCCEEDED
 
     assert _rows(job.pk) == [1]
     assert Job.objects.get(pk=job.pk).status == Status.RUNNING  # until the supervisor acknowledges
@@ -65,7 +65,7 @@ def test_atomic_job__a_failure_rolls_its_writes_back_and_the_try_is_recorded():
     job = store.enqueue("test.write_atomic", {"fail": "boom"})
     claimed = claim_one("w1", "test.write_atomic")
 
-    failure = _run(claimed, "w1")
+    failure = _run(claimed, "w1").failure
 
     assert isinstance(failure, store.Failure)
     assert (failure.error_class, failure.message, failure.retryable) == ("RuntimeError", "boom", True)
@@ -82,7 +82,7 @@ def test_atomic_job__a_payload_that_does_not_fit_fails_for_good():
     store.enqueue("test.write_atomic", {"no_such_field": 1})
     claimed = claim_one("w1", "test.write_atomic")
 
-    failure = _run(claimed, "w1")
+    failure = _run(claimed, "w1").failure
 
     assert isinstance(failure, store.Failure)
     assert (failure.error_class, failure.retryable) == ("TypeError", False)
@@ -98,8 +98,8 @@ def test_atomic_job__a_try_taken_back_and_run_again_commits_once():
     second = claim_one("w2", "test.write_atomic")
     assert second.attempt == 2
 
-    assert _run(second, "w2") is Settled.COMMITTED
-    assert _run(first, "w1") is Settled.FENCED_OFF
+    assert _run(second, "w2") == Outcome.settled(committed=True)
+    assert _run(first, "w1") == Outcome.settled(committed=False)
 
     job.refresh_from_db()
     assert (job.status, job.attempts, job.locked_by) == (Status.SUCCEEDED, 2, "w2")
@@ -111,8 +111,8 @@ def test_atomic_job__its_progress_goes_to_the_reporter_not_into_its_transaction(
     claimed = claim_one("w1", "test.write_atomic")
     reported: list[tuple[int, str]] = []
 
-    assert _run(claimed, "w1", report=lambda percent, message: reported.append((percent, message))) is (
-        Settled.COMMITTED
+    assert _run(claimed, "w1", report=lambda percent, message: reported.append((percent, message))) == (
+        Outcome.settled(committed=True)
     )
     assert reported == [(50, "row written")]
     job.refresh_from_db()

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _run_in_process(claimed: store.ClaimedJob, worker: str = "w1") -> store.Failure | None:
     """Run the handler as a child process would (same code, no fork): its real failure."""
-    return child.run(
+    outcome = child.run(
         claimed.id,
         claimed.type,
         claimed.payload,
@@ -28,6 +28,7 @@ def _run_in_process(claimed: store.ClaimedJob, worker: str = "w1") -> store.Fail
         worker,
         _ignore_progress,
     )
+    return outcome.failure
 
 
 def _ignore_progress(percent: int, message: str) -> None:

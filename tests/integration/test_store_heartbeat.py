@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs import store
+from jobs import store, workers
 from jobs.models import Job, Status
 from tests.support.job_states import claim_one, make_silent
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_heartbeat__keeps_alive_only_the_jobs_the_worker_names():
-    store.register_worker("w1", "host", 1, ["default:2"])
+    workers.register("w1", "host", 1, ["default:2"])
     held = store.enqueue("test.noop", {})
     forgotten = store.enqueue("test.noop", {})
     claim_one("w1")

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
-from jobs import store
+from jobs import store, workers
 from jobs.errors import InvalidTransition
 from jobs.models import Job, JobAttempt, Status, Worker
 from tests.support.job_states import claim_one, make_due, make_silent
@@ -140,13 +140,13 @@ def test_reap__a_dead_workers_job_waits_out_its_types_backoff_before_it_returns(
 
 @override_settings(JOBS_WORKER_LEASE=60)
 def test_register_worker__a_restarted_workers_leftover_job_waits_out_its_backoff():
-    store.register_worker("w1", "host", 100, ["default:1"])
+    workers.register("w1", "host", 100, ["default:1"])
     job = store.enqueue("test.fail", {})
     claim_one("w1", "test.fail")
     Worker.objects.filter(name="w1").update(last_seen=timezone.now() - timedelta(hours=1))
 
     before = timezone.now()
-    store.register_worker("w1", "host", 101, ["default:1"])
+    workers.register("w1", "host", 101, ["default:1"])
 
     job.refresh_from_db()
     assert (job.status, job.attempts) == (Status.QUEUED, 1)
@@ -173,8 +173,8 @@ def test_reap__fails_a_silent_job_whose_budget_is_spent():
 
 @override_settings(JOBS_REAP_AFTER=300, JOBS_WORKER_LEASE=60)
 def test_reap__takes_back_jobs_of_a_worker_past_its_lease():
-    store.register_worker("dead", "host-a", 1, ["default:2"])
-    store.register_worker("alive", "host-b", 2, ["default:2"])
+    workers.register("dead", "host-a", 1, ["default:2"])
+    workers.register("alive", "host-b", 2, ["default:2"])
     dead_job = store.enqueue("test.noop", {"n": 1})
     alive_job = store.enqueue("test.noop", {"n": 2})
     claim_one("dead")
@@ -187,7 +187,7 @@ def test_reap__takes_back_jobs_of_a_worker_past_its_lease():
 
 
 def test_heartbeat__keeps_a_workers_jobs_and_row_alive():
-    store.register_worker("w1", "host", 1, ["default:1"])
+    workers.register("w1", "host", 1, ["default:1"])
     job = store.enqueue("test.noop", {})
     claim_one("w1")
     make_silent(job.pk, 3600)
@@ -203,8 +203,8 @@ def test_heartbeat__keeps_a_workers_jobs_and_row_alive():
 
 @override_settings(JOBS_WORKER_LEASE=60)
 def test_register_worker__requeues_its_own_leftover_running_jobs():
-    store.register_worker("w1", "host", 100, ["default:1"])
-    store.register_worker("w2", "host", 200, ["default:1"])
+    workers.register("w1", "host", 100, ["default:1"])
+    workers.register("w2", "host", 200, ["default:1"])
     own = store.enqueue("test.noop", {"n": "own"})
     others = store.enqueue("test.noop", {"n": "others"})
     claim_one("w1")
@@ -212,7 +212,7 @@ def test_register_worker__requeues_its_own_leftover_running_jobs():
     # w1 died (its lease ran out) and restarts under its name with a new pid: the job it
     # had cannot be running any more.
     Worker.objects.filter(name="w1").update(last_seen=timezone.now() - timedelta(hours=1))
-    assert store.register_worker("w1", "host", 101, ["default:1"]) == store.ReapResult(requeued=1)
+    assert workers.register("w1", "host", 101, ["default:1"]) == store.ReapResult(requeued=1)
     own.refresh_from_db()
     assert (own.status, own.message, own.locked_by) == (
         Status.QUEUED,
@@ -224,21 +224,21 @@ def test_register_worker__requeues_its_own_leftover_running_jobs():
 
 
 def test_register_worker__refuses_a_name_a_live_worker_uses():
-    store.register_worker("w1", "host-a", 100, ["default:1"])
+    workers.register("w1", "host-a", 100, ["default:1"])
     with pytest.raises(
         InvalidTransition, match=r"A live worker already runs under the name 'w1' \(pid 100 on host-a\)"
     ):
-        store.register_worker("w1", "host-b", 200, ["default:1"])
+        workers.register("w1", "host-b", 200, ["default:1"])
     assert Worker.objects.get(name="w1").host == "host-a"
 
 
 @override_settings(JOBS_WORKER_LEASE=60)
 def test_register_worker__takes_over_the_name_of_a_stopped_or_dead_worker():
-    store.register_worker("w1", "host-a", 100, ["default:1"])
-    store.unregister_worker("w1")
-    store.register_worker("w1", "host-b", 200, ["default:1"])
+    workers.register("w1", "host-a", 100, ["default:1"])
+    workers.unregister("w1")
+    workers.register("w1", "host-b", 200, ["default:1"])
     Worker.objects.filter(name="w1").update(last_seen=timezone.now() - timedelta(seconds=61))
-    store.register_worker("w1", "host-c", 300, ["default:1"])
+    workers.register("w1", "host-c", 300, ["default:1"])
     worker = Worker.objects.get(name="w1")
     assert (worker.host, worker.pid, worker.stopped_at) == ("host-c", 300, None)
 
@@ -337,9 +337,9 @@ def test_prune__uses_the_retention_setting_and_drops_stopped_workers():
     Job.objects.filter(pk=job.pk).update(
         status=Status.SUCCEEDED, finished_at=timezone.now() - timedelta(days=15)
     )
-    store.register_worker("gone", "host", 1, [])
-    store.unregister_worker("gone")
+    workers.register("gone", "host", 1, [])
+    workers.unregister("gone")
     Worker.objects.filter(name="gone").update(stopped_at=timezone.now() - timedelta(days=15))
-    store.register_worker("here", "host", 2, [])
+    workers.register("here", "host", 2, [])
     assert store.prune() == 1
     assert list(Worker.objects.values_list("name", flat=True)) == ["here"]

@@ -8,11 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.tasks import TaskResultStatus, default_task_backend, task
 from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued, task_finished
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import jobs
@@ -457,3 +458,11 @@ def test_page__cancel_and_retry_work_on_tasks(client):
     assert default_task_backend.get_result(failing.id).status == TaskResultStatus.FAILED
     client.post(f"{PAGE}{failing.id}/retry/")
     assert default_task_backend.get_result(failing.id).status == TaskResultStatus.READY
+
+
+def test_get_result__of_a_task_never_tried_is_one_statement():
+    result = tasks.add.enqueue(1, 2)
+    with CaptureQueriesContext(connection) as read:
+        fetched = default_task_backend.get_result(result.id)
+    assert (fetched.status, fetched.errors) == (TaskResultStatus.READY, [])
+    assert len(read.captured_queries) == 1, [query["sql"] for query in read.captured_queries]

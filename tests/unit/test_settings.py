@@ -269,6 +269,7 @@ PRODUCTION_LIKE = {
     "EMAIL_HOST": "smtp.example.com",
     "EMAIL_HOST_PASSWORD": "smtp-password",
     "QDRANT_URL": "https://qdrant.internal:6333",
+    "CREDENTIALS_KEYS": "MlMOa0OH8cyF9Bgd0jw0p_qc_GCx-rdgPEwfqdM_ibg=",  # a Fernet key of its own, as check --deploy asks
 }
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from jobs.store import ClaimedJob, Failure
 from jobs.worker import messages
-from jobs.worker.messages import CURRENT, STARTED, JobFailed, JobReturned
+from jobs.worker.messages import CURRENT, STARTED, JobEnded
+from jobs.worker.outcome import Outcome
 from jobs.worker.pool import Child
 from jobs.worker.progress import ProgressSlot
 from jobs.worker.results import ResultBuffer
@@ -65,6 +66,7 @@ def store() -> Store:
 def supervisor(store: Store) -> Supervisor:
     supervisor = Supervisor(WorkerOptions(lanes=[(["default"], 1)], name=WORKER))
     supervisor.results = ResultBuffer(WORKER, supervisor.db, ack_batch=32, results_store=store)
+    supervisor.endings.results = supervisor.results
     supervisor.stopping = True  # a stopped child is not replaced by a new process here
     return supervisor
 
@@ -101,8 +103,8 @@ BATCH = [
 def test_timeout__reports_read_after_the_stop_still_settle_the_jobs_before_it(supervisor, store, pipe):
     ours, theirs = pipe
     running(supervisor, ours, BATCH, index=2, started=time.monotonic() - 10)
-    messages.send(theirs, JobReturned(0, "5"))  # sent, not yet read, when the timeout hits
-    messages.send(theirs, JobFailed(1, BOOM))
+    messages.send(theirs, JobEnded(0, Outcome.succeeded("5")))  # sent, not yet read, when the timeout hits
+    messages.send(theirs, JobEnded(1, Outcome.failed(BOOM)))
 
     supervisor._stop_overdue(time.monotonic())
     supervisor.results.flush()
@@ -138,11 +140,11 @@ def test_log__says_whether_a_failed_try_is_retried_as_the_store_decides(supervis
     for position, failure in enumerate(
         [BOOM, BOOM, Failure("jobs.errors.PermanentError", "no", retryable=False)]
     ):
-        messages.send(theirs, JobFailed(position, failure))
+        messages.send(theirs, JobEnded(position, Outcome.failed(failure)))
 
     with caplog.at_level(logging.WARNING, logger="jobs.worker"):
         for _ in batch:
-            assert supervisor._collect(child)
+            assert supervisor.endings.collect(child)
 
     ends = [re.sub(r" [\d.]+ms ", " ", record.getMessage()) for record in caplog.records]
     assert ends == [

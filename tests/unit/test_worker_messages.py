@@ -12,17 +12,8 @@ import pytest
 
 from jobs.store import ClaimedJob, Failure
 from jobs.worker import messages
-from jobs.worker.messages import (
-    BATCH_DONE,
-    STOP,
-    BatchDone,
-    JobFailed,
-    JobRescheduled,
-    JobReturned,
-    JobSettled,
-    RunBatch,
-    Stop,
-)
+from jobs.worker.messages import BATCH_DONE, STOP, BatchDone, JobEnded, RunBatch, Stop
+from jobs.worker.outcome import Kind, Outcome
 
 
 @pytest.fixture
@@ -56,21 +47,23 @@ def test_stop__arrives_as_stop(pipe):
 def test_job_failed__arrives_with_its_position_and_failure(pipe):
     supervisor_end, child_end = pipe
     failure = Failure("RuntimeError", "boom", "Traceback …", retryable=False)
-    messages.send(child_end, JobFailed(1, failure))
-    assert messages.receive_in_supervisor(supervisor_end) == JobFailed(1, failure)
+    messages.send(child_end, JobEnded(1, Outcome.failed(failure)))
+    received = messages.receive_in_supervisor(supervisor_end)
+    assert received == JobEnded(1, Outcome.failed(failure))
+    assert received.outcome.kind is Kind.FAILED
 
 
 @pytest.mark.parametrize("committed", [True, False])
 def test_job_settled__arrives_with_its_position_and_how_it_ended(pipe, committed):
     supervisor_end, child_end = pipe
-    messages.send(child_end, JobSettled(3, committed))
-    assert messages.receive_in_supervisor(supervisor_end) == JobSettled(3, committed)
+    messages.send(child_end, JobEnded(3, Outcome.settled(committed)))
+    assert messages.receive_in_supervisor(supervisor_end) == JobEnded(3, Outcome.settled(committed))
 
 
 def test_job_returned__arrives_with_its_position_and_value(pipe):
     supervisor_end, child_end = pipe
-    messages.send(child_end, JobReturned(2, '{"sum": 5}'))
-    assert messages.receive_in_supervisor(supervisor_end) == JobReturned(2, '{"sum": 5}')
+    messages.send(child_end, JobEnded(2, Outcome.succeeded('{"sum": 5}')))
+    assert messages.receive_in_supervisor(supervisor_end) == JobEnded(2, Outcome.succeeded('{"sum": 5}'))
 
 
 def test_batch_done__arrives_as_batch_done(pipe):
@@ -81,8 +74,14 @@ def test_batch_done__arrives_as_batch_done(pipe):
 
 @pytest.mark.parametrize(
     "message",
-    [RunBatch(BATCH), BATCH_DONE, STOP, JobSettled(0, True), JobReturned(0, "5")],
-    ids=lambda m: type(m).__name__,
+    [
+        RunBatch(BATCH),
+        BATCH_DONE,
+        STOP,
+        JobEnded(0, Outcome.settled(True)),
+        JobEnded(0, Outcome.succeeded("5")),
+    ],
+    ids=["RunBatch", "BatchDone", "Stop", "settled", "succeeded"],
 )
 def test_per_batch_messages__pickle_no_class(pipe, message):
     # Naming a class in a pickle costs a module lookup on both sides, on every batch.
@@ -96,5 +95,5 @@ def test_per_batch_messages__pickle_no_class(pipe, message):
 def test_job_rescheduled__arrives_with_its_position_time_and_reason(pipe):
     supervisor_end, child_end = pipe
     at = datetime(2026, 3, 1, 12, 30, tzinfo=UTC)
-    messages.send(child_end, JobRescheduled(0, at, "rate limit"))
-    assert messages.receive_in_supervisor(supervisor_end) == JobRescheduled(0, at, "rate limit")
+    messages.send(child_end, JobEnded(0, Outcome.postponed(at, "rate limit")))
+    assert messages.receive_in_supervisor(supervisor_end) == JobEnded(0, Outcome.postponed(at, "rate limit"))
