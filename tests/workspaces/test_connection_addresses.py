@@ -9,7 +9,6 @@ are checked against the provider's format. Against local stand-ins of the provid
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -116,16 +115,6 @@ def _connection(kind: str, server: HTTPServer) -> tuple[WorkConnection, fakes._F
         credential=credentials.seal(TOKENS[kind], addresses.api_origin(kind, url)),
     )
     return connection, fake
-
-
-@pytest.fixture
-def other_host() -> Iterator[HTTPServer]:
-    """A second server on another host name than ``httpserver`` (127.0.0.1, not localhost)."""
-    server = HTTPServer(host="127.0.0.1", port=0)
-    server.start()
-    yield server
-    server.clear()
-    server.stop()
 
 
 @pytest.mark.django_db

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,16 +45,6 @@ def repositories_root(settings, tmp_path) -> Path:
 def served(tmp_path) -> Path:
     Origin(tmp_path / "served").commit({"main.py": "print()\n"})
     return tmp_path / "served"
-
-
-@pytest.fixture
-def other_host() -> Iterator[HTTPServer]:
-    """A second server, on another host name than ``httpserver`` (127.0.0.1, not localhost)."""
-    server = HTTPServer(host="127.0.0.1", port=0)
-    server.start()
-    yield server
-    server.clear()
-    server.stop()
 
 
 def _serve(server: HTTPServer, root: Path, credential: str = SECRET) -> list[dict[str, str]]:
