@@ -21,6 +21,13 @@ Declaring (in an app's ``tasks`` module, discovered at start-up):
 
     jobs.next_slots("report", count=3)    # what cron and the time zone make of it
 
+Flow control across the fleet (``docs/flow-control.md``):
+
+    @jobs.job("repository.ingest", concurrency=1, concurrency_key="repository:{repository_id}")
+    @jobs.job("ai.summarise", queue="ai", rate="60/m")
+    jobs.pause_queue("ai"); jobs.resume_queue("ai")
+    jobs.set_queue_limits("ai", concurrency=4, rate="100/m")   # or JOBS_QUEUES in settings
+
 Enqueuing (the dedupe key comes from the payload, by the type's template):
 
     jobs.enqueue("email.process", {"email_id": 7})
@@ -113,14 +120,18 @@ __all__ = [
     "jobs_for",
     "latest_job",
     "next_slots",
+    "pause_queue",
     "pause_timer",
     "periodic",
     "register_admin_link",
     "register_payload_link",
+    "reset_queue_limits",
+    "resume_queue",
     "resume_timer",
     "retry",
     "run_burst_worker",
     "run_timer_now",
+    "set_queue_limits",
     "timer_slots",
 ]
 
@@ -274,6 +285,39 @@ def dismiss(job: Job | int) -> Job:
     from jobs import store
 
     return store.dismiss(job)
+
+
+# --- queues: pause and limits (``docs/flow-control.md``) -------------------------------------
+
+
+def pause_queue(queue: str) -> None:
+    """Start no job of ``queue`` until it is resumed, on every worker within a poll
+    interval: its running jobs finish, enqueue still works."""
+    from jobs.flow import queues
+
+    queues.pause(queue)
+
+
+def resume_queue(queue: str) -> None:
+    from jobs.flow import queues
+
+    queues.resume(queue)
+
+
+def set_queue_limits(queue: str, *, concurrency: int | None = None, rate: str | None = None) -> None:
+    """Hold ``queue`` to at most ``concurrency`` jobs running at once and ``rate`` starts
+    per period ("100/m") across the fleet, in place of its ``JOBS_QUEUES`` entry (None: no
+    such limit). ``ValueError`` for a bad value."""
+    from jobs.flow import queues
+
+    queues.set_limits(queue, concurrency=concurrency, rate=rate)
+
+
+def reset_queue_limits(queue: str) -> None:
+    """Back to the limits ``JOBS_QUEUES`` sets for ``queue`` (or none)."""
+    from jobs.flow import queues
+
+    queues.reset_limits(queue)
 
 
 # --- timers ---------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ RENAMED_SETTING = "platform.W003"
 BAD_SETTING = "platform.E001"
 ASYNC_COMMIT_BEHIND_POOLER = "platform.E002"
 LISTEN_NOT_POSTGRESQL = "platform.E003"
-TABLES = {"jobs_job", "jobs_worker", "jobs_timer"}
+TABLES = {"jobs_job", "jobs_worker", "jobs_timer", "jobs_queue"}
 
 
 def _read[T](databases: Any, measure: Callable[[], list[T]]) -> list[T]:

@@ -47,6 +47,14 @@ def _networks(value: Any) -> tuple[Network, ...]:
     )
 
 
+def _queue_limits(value: Any) -> str | None:
+    """``JOBS_QUEUES``: each queue's flow limits (``jobs.flow.queues``)."""
+    from jobs.flow.queues import settings_problem
+
+    problem = settings_problem()
+    return f"is wrong: {problem}" if problem else None
+
+
 @dataclass(frozen=True)
 class Setting:
     """One engine setting: the default, what its value must be, and the name it had before
@@ -185,6 +193,9 @@ class JobsSettings:
     DJANGO_Q_SCHEDULER_ONLY: bool = _setting(True, old_name="DJANGO_Q_SCHEDULER_ONLY")
     # Dotted names of functions django-q2 may run besides the timers (jobs.schedule_guard).
     DJANGO_Q_ALLOWED_FUNCTIONS: tuple[str, ...] = _setting((), kind=(list, tuple))
+    # Flow control (``jobs.flow``): each queue's fleet-wide limits, e.g.
+    # {"ai": {"concurrency": 4, "rate": "100/m"}}; an operator's, set on the page, replace them.
+    QUEUES: dict[str, Any] = _setting({}, _queue_limits, kind=dict)
 
 
 jobs_settings = JobsSettings()

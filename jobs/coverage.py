@@ -4,7 +4,8 @@ A queue is served by a live worker (its registry row renewed within ``JOBS_WORKE
 not stopped) whose lanes name it: ``Worker.queues`` records lane labels such as
 ``"default,ingestion:2"``. The registry fixes each type's queue, so a queue with due jobs and
 no such worker waits forever: a deploy that forgot ``--queue ai:1``, a service scaled to
-zero. The figures come from ``jobs.metrics.measure`` (one snapshot); the "Background jobs"
+zero. A queue an operator paused (``jobs.pause_queue``) is reported as paused, not as
+unserved. The figures come from ``jobs.metrics.measure`` (one snapshot); the "Background jobs"
 page, ``manage.py check`` (``jobs.checks``), ``manage.py sweep`` (``jobs.tasks``) and the
 metrics (``UnservedJobs``, ``jobs_unserved_due``) all report what this module finds.
 """
@@ -38,11 +39,13 @@ class QueueState:
     running: int
     oldest_due_age: float  # seconds; 0 when nothing is due
     serving: int
+    paused: bool = False  # an operator paused it: its due jobs wait on purpose
 
     @property
     def unserved(self) -> bool:
-        """Due jobs, and no live worker to take them."""
-        return self.due > 0 and self.serving == 0
+        """Due jobs, and no live worker to take them (a paused queue is not unserved: it
+        is paused, and says so)."""
+        return self.due > 0 and self.serving == 0 and not self.paused
 
     @property
     def oldest_due_wait(self) -> str:
@@ -72,6 +75,7 @@ def queue_states(figures: metrics.Figures | None = None) -> list[QueueState]:
             running=figures.running.get(queue, 0),
             oldest_due_age=figures.oldest_due_age(queue),
             serving=figures.serving.get(queue, 0),
+            paused=queue in figures.paused,
         )
         for queue in figures.queues
     ]

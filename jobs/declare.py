@@ -16,6 +16,7 @@ from typing import Any
 
 from jobs import registry, store, validation
 from jobs.context import JobContext
+from jobs.flow.limits import TypeLimits
 from jobs.keys import KeyTemplate
 from jobs.models import Job
 from jobs.registry import JobType
@@ -74,6 +75,10 @@ def job(
     priority: str = JobType.priority,
     dedupe: str | None = None,
     atomic: bool = False,
+    concurrency: int | None = None,
+    concurrency_key: str | None = None,
+    rate: str | None = None,
+    rate_key: str | None = None,
 ) -> Callable[[Callable[..., Any]], JobFunction]:
     """Declare a job type. The name is stored in rows: never rename one, add a new one.
 
@@ -85,6 +90,12 @@ def job(
     writes are applied exactly once, never twice, even when a worker dies between the
     handler's end and the acknowledgement. It holds that transaction (and its row locks)
     for the whole handler; see the README's "Exactly-once database effects".
+
+    Flow control, across every worker of the fleet (``docs/flow-control.md``):
+    ``concurrency=N`` runs at most N jobs of the type at once, or of each key when
+    ``concurrency_key`` names one (a template over payload fields, as ``dedupe``);
+    ``rate="60/m"`` starts at most 60 in any minute (also ``/s``, ``/h``), of the type or of
+    each ``rate_key``. A job over a limit stays queued, using no attempt.
     """
     # Built here, so a bad declaration fails where it is written, before decorating.
     declared = JobType(
@@ -98,6 +109,9 @@ def job(
         priority=priority,
         dedupe=KeyTemplate(dedupe) if dedupe is not None else None,
         atomic=atomic,
+        limits=TypeLimits.declare(
+            name, concurrency=concurrency, concurrency_key=concurrency_key, rate=rate, rate_key=rate_key
+        ),
     )
 
     def register(func: Callable[..., Any]) -> JobFunction:

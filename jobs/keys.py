@@ -1,7 +1,8 @@
-"""Dedupe keys owned by their job type: ``@job(..., dedupe="email:{email_id}")``.
+"""Key templates owned by their job type: ``@job(..., dedupe="email:{email_id}")``, and the
+limit keys of flow control (``concurrency_key="repository:{repository_id}"``, ``rate_key``).
 
-A key template names the payload fields that make a job unique among the queued and
-running jobs of its type. The same template renders the key of a payload at enqueue and,
+A dedupe key template names the payload fields that make a job unique among the queued and
+running jobs of its type; a limit key's, the subject a limit counts per (``jobs.flow``). The same template renders the key of a payload at enqueue and,
 for a lookup inside a domain queryset, builds the key as a SQL expression from column
 references (``OuterRef("pk")``), so no caller ever spells a key.
 
@@ -25,24 +26,25 @@ from jobs.errors import InvalidPayload
 class KeyTemplate:
     """A parsed key template: fixed text and payload fields, in order."""
 
-    def __init__(self, template: str) -> None:
+    def __init__(self, template: str, kind: str = "Dedupe key") -> None:
         self.template = template
+        self.kind = kind
         self._parts: list[tuple[str, str | None]] = []
         try:
             parsed = list(string.Formatter().parse(template))
         except ValueError as exc:
-            raise ImproperlyConfigured(f"Dedupe key {template!r}: {exc}.") from None
+            raise ImproperlyConfigured(f"{kind} {template!r}: {exc}.") from None
         for literal, field, spec, conversion in parsed:
             if field is not None and (not field.isidentifier() or spec or conversion):
                 # Only plain fields: "{email_id}", never "{email_id:05}" or "{email.id}",
                 # so that the SQL form builds exactly the text that enqueue stored.
                 raise ImproperlyConfigured(
-                    f"Dedupe key {template!r}: use plain payload fields such as {{email_id}}."
+                    f"{kind} {template!r}: use plain payload fields such as {{email_id}}."
                 )
             self._parts.append((literal, field))
         if not self._parts or not self._parts[0][0]:
             raise ImproperlyConfigured(
-                f"Dedupe key {template!r} must start with a prefix naming its kind, e.g. 'email:{{email_id}}'."
+                f"{kind} {template!r} must start with a prefix naming its kind, e.g. 'email:{{email_id}}'."
             )
 
     def __repr__(self) -> str:
@@ -62,7 +64,7 @@ class KeyTemplate:
                 value = payload.get(field)
                 if value is None:
                     return None
-                text.append(_field_text(field, value))
+                text.append(_field_text(field, value, self.kind))
         return "".join(text)
 
     def expression(self, values: Mapping[str, Any]) -> Expression:
@@ -77,7 +79,7 @@ class KeyTemplate:
                 if hasattr(value, "resolve_expression"):
                     parts.append(Cast(value, output_field=CharField()))
                 else:
-                    parts.append(Value(_field_text(field, value)))
+                    parts.append(Value(_field_text(field, value, self.kind)))
         if len(parts) == 1:
             return parts[0]
         return Concat(*parts, output_field=CharField())
@@ -89,11 +91,11 @@ class KeyTemplate:
             raise TypeError(f"{type_name} jobs are keyed by {wanted}; got {', '.join(given) or 'none'}.")
 
 
-def _field_text(field: str, value: object) -> str:
+def _field_text(field: str, value: object, kind: str = "Dedupe key") -> str:
     # Integers and strings read the same in Python and after a SQL cast to text; a bool
     # ("True" against "true") or a float would not.
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise InvalidPayload(
-            f"The dedupe key field {field!r} must be an integer or a string, got {type(value).__name__}."
+            f"The {kind.lower()} field {field!r} must be an integer or a string, got {type(value).__name__}."
         )
     return str(value)

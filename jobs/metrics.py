@@ -40,7 +40,7 @@ from django.utils import timezone
 from jobs import registry
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
-from jobs.models import Job, Status, Worker
+from jobs.models import Job, QueueControl, Status, Worker
 
 logger = logging.getLogger("jobs.metrics")
 
@@ -75,6 +75,7 @@ class Figures:
     running: dict[str, int] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)  # failed for good within the window
     failed_window: float = 300.0  # seconds
+    paused: frozenset[str] = frozenset()  # queues an operator paused (jobs.flow.queues)
 
     @property
     def queues(self) -> list[str]:
@@ -115,7 +116,10 @@ class Figures:
         return sum(self.failed.values())
 
     def unserved(self, queue: str) -> int:
-        """The queue's due jobs if no live worker serves it, else 0: jobs nobody will take."""
+        """The queue's due jobs if no live worker serves it, else 0: jobs nobody will take.
+        A paused queue's jobs wait on purpose: 0."""
+        if queue in self.paused:
+            return 0
         return self.queued.get(queue, 0) if self.serving.get(queue, 0) == 0 else 0
 
     @property
@@ -194,6 +198,7 @@ def measure(now: datetime | None = None, *, failures: bool = True) -> Figures:
             )
             failed = {row["queue"]: row["count"] for row in failed_rows}
         workers = live_worker_queues(now)
+        paused = frozenset(QueueControl.objects.filter(paused=True).values_list("queue", flat=True))
 
     all_queues = sorted({*queues, *due, *running, *failed})
     return Figures(
@@ -207,6 +212,7 @@ def measure(now: datetime | None = None, *, failures: bool = True) -> Figures:
         running={queue: running.get(queue, 0) for queue in all_queues},
         failed={queue: failed.get(queue, 0) for queue in all_queues},
         failed_window=window,
+        paused=paused,
     )
 
 

@@ -82,6 +82,12 @@ class Job(models.Model):
     # A failed job stays failed (in its queue's failed list) until an operator retries or
     # dismisses it; dismissed, it leaves the failed list and is pruned after the retention.
     dismissed_at = models.DateTimeField(null=True, blank=True)
+    # Flow control (``jobs.flow``): the limit keys this job counts against, rendered at
+    # enqueue from its type's templates ("repository:7", or "type:<name>" for a type-wide
+    # limit); NULL for a job without such a limit. A claim counts the running jobs of a
+    # concurrency key from the rows themselves, so a job that ends in any way frees its slot.
+    concurrency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    rate_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
 
     class Meta:
         db_table = "jobs_job"
@@ -110,6 +116,23 @@ class Job(models.Model):
                 fields=["locked_by", "heartbeat_at"],
                 condition=models.Q(status="running"),
                 name="jobs_running",
+            ),
+            # Flow control: the claim of the queued jobs that carry a limit key, in claim
+            # order, in a queue whose other jobs need no limit (those keep the plain claim,
+            # which skips these). Partial: a job without limit keys adds no entry.
+            models.Index(
+                fields=["queue", "priority", "run_at", "id"],
+                condition=models.Q(status="queued")
+                & (models.Q(concurrency_key__isnull=False) | models.Q(rate_key__isnull=False)),
+                name="jobs_claim_keyed",
+            ),
+            # Flow control: the running jobs of a concurrency key, counted by a claim of
+            # that key (an index-only probe) and by the admin's flow-control page. Partial:
+            # only a running job with a limit has an entry.
+            models.Index(
+                fields=["concurrency_key"],
+                condition=models.Q(status="running", concurrency_key__isnull=False),
+                name="jobs_running_key",
             ),
             # The admin page's filter on a rare final status (failed, cancelled), newest
             # first, and its tile count. Partial: a job that succeeds (nearly all of them)
@@ -212,6 +235,45 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# --- flow control (``jobs.flow``) -------------------------------------------------------------
+
+
+class QueueControl(models.Model):
+    """An operator's say over one queue: paused or not, and the limits that replace those
+    of ``JOBS_QUEUES`` once set. Workers read these rows at most once per poll interval."""
+
+    queue = models.CharField(max_length=50, unique=True)
+    paused = models.BooleanField(default=False, help_text="Paused: no job of the queue starts.")
+    # Whether the limits below are in force, in place of the settings' (none set: none).
+    limits_set = models.BooleanField(default=False)
+    concurrency = models.PositiveIntegerField(null=True, blank=True, help_text="Jobs running at once.")
+    rate = models.CharField(max_length=20, blank=True, default="", help_text="Starts per period: 60/m.")
+    changed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "jobs_queue"
+        ordering = ["queue"]
+        verbose_name = "queue"
+
+    def __str__(self) -> str:
+        return self.queue
+
+
+class FlowGate(models.Model):
+    """One limit key's gate: a claim of jobs of the key locks its row for the claim's
+    transaction, so two claimers cannot both take its last slot; a rate key keeps its
+    recent starts here (``jobs.flow.rates.Window``). Nothing is held while a job runs."""
+
+    key = models.CharField(max_length=255, primary_key=True)
+    recent = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = "jobs_flow_gate"
+
+    def __str__(self) -> str:
+        return self.key
 
 
 # --- timers (``jobs.timetable``) -----------------------------------------------------------

@@ -11,7 +11,9 @@ memory. All metrics are gauges labelled by ``queue`` (``jobs_workers_live`` has 
                                           JOBS_METRICS_WINDOW seconds
     jobs_backlog_per_task{queue}          due jobs ÷ live workers serving the queue (≥ 1)
     jobs_workers_serving{queue}           live workers that serve the queue
-    jobs_unserved_due{queue}              due jobs of a queue no live worker serves (alarm > 0)
+    jobs_unserved_due{queue}              due jobs of a queue no live worker serves (alarm > 0;
+                                          0 for a paused queue)
+    jobs_queue_paused{queue}              1 while an operator has paused the queue
     jobs_workers_live                     live workers
     jobs_timer_overdue{timer}             1 while the timer's last successful slot is older
                                           than its two latest slots (jobs.timetable.health)
@@ -85,6 +87,11 @@ GAUGES = (
         "jobs_unserved_due",
         "Due jobs of a queue that no live worker serves (0 while one does): they wait forever.",
         by_queue=lambda f, q: f.unserved(q),
+    ),
+    _Gauge(
+        "jobs_queue_paused",
+        "1 while an operator has paused the queue: its due jobs wait until it is resumed.",
+        by_queue=lambda f, q: int(q in f.paused),
     ),
     _Gauge(
         "jobs_workers_live",

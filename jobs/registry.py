@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from django.core.exceptions import ImproperlyConfigured
 
 from jobs.errors import InvalidJobOption, UnknownJobType
+from jobs.flow.limits import TypeLimits
 from jobs.keys import KeyTemplate
 
 DEFAULT_BACKOFF = (30, 120, 480)
@@ -48,6 +49,8 @@ class JobType:
     # Called in a worker's child with the ids of a batch's jobs of this type before they
     # run, to read in one go what each try needs (a task's row); a failure is only logged.
     read_ahead: Callable[[list[int]], None] | None = None
+    # Fleet-wide concurrency and rate limits (``jobs.flow.limits``); None: unlimited.
+    limits: TypeLimits | None = None
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -135,6 +138,11 @@ class Resolver(Protocol):
         """The names of its types this process knows of (the admin's type filter)."""
         ...
 
+    def limited_queues(self, *, concurrency: bool = False) -> set[str]:
+        """The queues its types with flow limits (with ``concurrency``: with a concurrency
+        limit) may be enqueued on."""
+        ...
+
 
 _resolvers: list[Resolver] = []
 
@@ -175,6 +183,29 @@ def names() -> list[str]:
     """The declared types' names, then those the resolvers know of (each list sorted)."""
     resolved = {name for resolver in _resolvers for name in resolver.names()} - set(_registry)
     return sorted(_registry) + sorted(resolved)
+
+
+def limits_of(name: str) -> TypeLimits | None:
+    """The flow limits of the type named ``name`` (a declared type's or a resolver's);
+    None for an unlimited type, or one no longer known (its jobs are not held back)."""
+    try:
+        return lookup(name).limits
+    except UnknownJobType:
+        return None
+
+
+def limited_queues(*, concurrency: bool = False) -> set[str]:
+    """Queues that hold types with flow limits (with ``concurrency``: with a concurrency
+    limit): the declared types', and every queue of a resolver with such types (a task's
+    queue is chosen when it is enqueued)."""
+    found = {
+        job_type.queue
+        for job_type in _registry.values()
+        if job_type.limits is not None and (not concurrency or job_type.limits.concurrency is not None)
+    }
+    for resolver in _resolvers:
+        found |= resolver.limited_queues(concurrency=concurrency)
+    return found
 
 
 def queues() -> list[str]:

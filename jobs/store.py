@@ -1,6 +1,6 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, enqueue_task, claim, claim_job, complete, complete_in_transaction, fail,
+enqueue, enqueue_many, enqueue_task, claim, claim_flowed, claim_job, complete, complete_in_transaction, fail,
 reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
 recover_worker, prune.
 The worker calls these; it never writes SQL itself. Neither does this module: how a
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,9 +30,11 @@ from django.utils import timezone
 from jobs import registry, retries, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
-from jobs.drivers.orm import claimed_row_fields
+from jobs.drivers.orm import claimed_row_fields, micros, moment
 from jobs.drivers.protocol import Batch, ClaimedJob
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
+from jobs.flow import admission
+from jobs.flow.rates import Window
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
 logger = logging.getLogger("jobs.store")
@@ -64,6 +66,17 @@ def notify(queues: Iterable[str]) -> None:
     driver().notify(sorted(set(queues)))
 
 
+#: A notice that a slot of a queue's concurrency limits freed (a job of it ended), before
+#: the queue's name: ``freed:ai``. Idle workers waiting on that limit claim again.
+FREED_NOTICE = "freed:"
+
+
+def notify_freed(queues: Iterable[str]) -> None:
+    """Wake the workers waiting on these queues' concurrency limits (at commit; a no-op
+    where workers poll)."""
+    driver().notify([f"{FREED_NOTICE}{queue}" for queue in sorted(set(queues))])
+
+
 # --- enqueue ------------------------------------------------------------------------------
 
 
@@ -90,6 +103,7 @@ def enqueue(
     payload_text = validation.payload_text(payload)
     dedupe_key = _dedupe_key(job_type, payload, validation.dedupe_key(dedupe_key))
     run_at = validation.run_at(run_at)
+    concurrency_key, rate_key = _limit_keys(job_type, payload)
     fields: dict[str, Any] = {
         "type": job_type.name,
         "queue": job_type.queue,
@@ -97,6 +111,8 @@ def enqueue(
         "payload": payload,
         "max_attempts": job_type.attempts,
         "dedupe_key": dedupe_key,
+        "concurrency_key": concurrency_key,
+        "rate_key": rate_key,
     }
     if run_at is not None:
         fields["run_at"] = run_at
@@ -120,10 +136,13 @@ def enqueue_task(
     priority: int,
     max_attempts: int,
     run_at: datetime | None = None,
+    limit_keys: tuple[str | None, str | None] = (None, None),
 ) -> Job:
     """Add a django.tasks task (``jobs.backends``) in the caller's transaction, as
     ``enqueue`` adds a job: its type is the task's module path, its queue and priority (on
-    the stored scale, see ``Priority``) the task's own; tasks have no dedupe key."""
+    the stored scale, see ``Priority``) the task's own; tasks have no dedupe key.
+    ``limit_keys`` are its (concurrency key, rate key) under the limits the backend's
+    OPTIONS give it (``jobs.flow``)."""
     fields: dict[str, Any] = {
         "type": type_name,
         "queue": queue,
@@ -131,6 +150,8 @@ def enqueue_task(
         "payload": payload,
         "max_attempts": max_attempts,
         "dedupe_key": None,
+        "concurrency_key": validation.limit_key(limit_keys[0]),
+        "rate_key": validation.limit_key(limit_keys[1]),
     }
     run_at = validation.run_at(run_at)
     if run_at is not None:
@@ -146,6 +167,14 @@ def _dedupe_key(job_type: registry.JobType, payload: dict[str, Any], given: str 
     if job_type.dedupe is None:
         return key
     return validation.dedupe_key(key, error=InvalidPayload)
+
+
+def _limit_keys(job_type: registry.JobType, payload: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The flow-control keys an enqueue stores (``jobs.flow.limits``), each fitting its column."""
+    if job_type.limits is None:
+        return None, None
+    concurrency_key, rate_key = job_type.limits.keys(job_type.name, payload)
+    return validation.limit_key(concurrency_key), validation.limit_key(rate_key)
 
 
 def _insert_one(fields: dict[str, Any], payload_text: str) -> Job | None:
@@ -176,9 +205,11 @@ def enqueue_many(
     # Every payload and option is checked before the first batch is written.
     texts: list[str] = []
     keys: list[str | None] = []
+    limit_keys: list[tuple[str | None, str | None]] = []
     for payload in payloads:
         texts.append(validation.payload_text(payload))
         keys.append(_dedupe_key(job_type, payload))
+        limit_keys.append(_limit_keys(job_type, payload))
     if dedupe_keys is not None:
         keys = [validation.dedupe_key(key) for key in dedupe_keys]
         if len(keys) != len(texts):
@@ -196,6 +227,7 @@ def enqueue_many(
                 run_at=run_at,
                 payloads=texts[start : start + batch_size],
                 dedupe_keys=keys[start : start + batch_size],
+                limit_keys=limit_keys[start : start + batch_size] if job_type.limits else None,
             )
         )
     return added
@@ -204,11 +236,175 @@ def enqueue_many(
 # --- claim and finish ---------------------------------------------------------------------
 
 
-def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
-    """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order."""
+def claim(worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False) -> list[ClaimedJob]:
+    """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order; with
+    ``unkeyed``, only jobs without flow-control keys (a queue that also holds limited types:
+    its keyed jobs are ``claim_flowed``'s)."""
     if limit <= 0 or not queues:
         return []
-    return driver().claim(worker, queues, limit)
+    return driver().claim(worker, queues, limit, unkeyed=unkeyed)
+
+
+# --- the claim of jobs with flow limits (``jobs.flow``) -----------------------------------------
+
+#: Candidates a flow-controlled claim locks beyond what it wants, to stand in for those
+#: over a limit; more rounds find others when all of them are (``FLOW_ROUNDS``).
+FLOW_SLACK = 8
+#: Rounds one flow-controlled claim makes at most, each its own short transaction that
+#: leaves out the keys and queues the rounds before it found at their limits (a round that
+#: finds gates to create first counts too).
+FLOW_ROUNDS = 4
+# The gate rows this process knows exist: a claim creates missing ones first, outside its
+# own transaction (``Driver.flow_add_gates``). Forgotten when a sweep pruned one.
+_known_gates: set[str] = set()
+_KNOWN_GATES_MAX = 100_000
+
+
+@dataclass
+class FlowClaim:
+    """What a flow-controlled claim took, and what held the rest back: the worker leaves
+    out full keys and queues until a slot frees, and waiting rate keys and queues until
+    their window does (seconds from now)."""
+
+    jobs: list[ClaimedJob] = field(default_factory=list)
+    refused: int = 0  # due jobs passed over for a limit
+    full_keys: set[str] = field(default_factory=set)
+    full_queues: set[str] = field(default_factory=set)
+    rate_waits: dict[str, float] = field(default_factory=dict)
+    queue_waits: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def frees_in(self) -> float | None:
+        """Seconds until the first rate window that held a job back has room again."""
+        waits = [*self.rate_waits.values(), *self.queue_waits.values()]
+        return min(waits) if waits else None
+
+
+class _GatesMissing(Exception):
+    def __init__(self, keys: set[str]) -> None:
+        super().__init__(f"{len(keys)} gates to create")
+        self.keys = keys
+
+
+def claim_flowed(
+    worker: str,
+    queues: Sequence[str],
+    limit: int,
+    rules: admission.Rules,
+    *,
+    full_keys: Iterable[str] = (),
+    waiting_keys: Iterable[str] = (),
+    keyed_only: bool = False,
+) -> FlowClaim:
+    """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order, each
+    only while every limit it counts against has room: its queue's, its type's or key's
+    concurrency and rate (``rules``). A job over a limit stays queued as it was (no
+    attempt used) and the jobs behind it are still taken. ``full_keys`` and
+    ``waiting_keys`` (concurrency and rate keys known to be at their limit) are left out.
+    ``keyed_only``: only the jobs that carry limit keys (the queues have no limits of
+    their own; their other jobs are ``claim(..., unkeyed=True)``'s).
+
+    Each round is one short transaction: lock candidates (``SKIP LOCKED``), lock their
+    keys' gates (claims of the same keys wait for each other here, for this transaction
+    only), count what runs of each key from the rows, decide (``jobs.flow.admission``),
+    mark the admitted running and record their starts in the rate windows."""
+    result = FlowClaim()
+    open_queues = list(queues)
+    full, waiting = set(full_keys), set(waiting_keys)
+    rounds = 0
+    while rounds < FLOW_ROUNDS and open_queues and len(result.jobs) < limit:
+        rounds += 1
+        try:
+            taken, decided, exhausted = _flow_round(
+                worker, open_queues, limit - len(result.jobs), rules, full, waiting, keyed_only
+            )
+        except _GatesMissing as missing:
+            driver().flow_add_gates(sorted(missing.keys))
+            if len(_known_gates) > _KNOWN_GATES_MAX:
+                _known_gates.clear()
+            _known_gates.update(missing.keys)
+            continue
+        result.jobs.extend(taken)
+        if decided is None:
+            break
+        result.refused += decided.refused
+        result.full_keys |= decided.full_keys
+        result.full_queues |= decided.full_queues
+        now = decided.now
+        result.rate_waits.update({key: max(0.0, (at - now) / 1e6) for key, at in decided.rate_waits.items()})
+        result.queue_waits.update(
+            {queue: max(0.0, (at - now) / 1e6) for queue, at in decided.queue_waits.items()}
+        )
+        if not decided.refused or exhausted:
+            break  # nothing was held back, or every due job was seen
+        full |= decided.full_keys
+        waiting |= set(decided.rate_waits)
+        open_queues = [
+            q for q in open_queues if q not in decided.full_queues and q not in decided.queue_waits
+        ]
+    return result
+
+
+def _flow_round(
+    worker: str,
+    queues: list[str],
+    want: int,
+    rules: admission.Rules,
+    full: set[str],
+    waiting: set[str],
+    keyed_only: bool,
+) -> tuple[list[ClaimedJob], admission.Admission | None, bool]:
+    """One transaction of ``claim_flowed``: the jobs taken, what was decided (None when
+    nothing was due), and whether every due job of ``queues`` was a candidate."""
+    asked = want + FLOW_SLACK
+    with transaction.atomic():
+        # Locks the candidates (SKIP LOCKED: claimers split them) until this transaction
+        # ends; those not taken are queued as they were when it does.
+        candidates = driver().flow_candidates(
+            queues, asked, sorted(full), sorted(waiting), keyed_only=keyed_only
+        )
+        if not candidates:
+            return [], None, True
+        gates = rules.gates(candidates)
+        if gates - _known_gates:
+            raise _GatesMissing(gates - _known_gates)  # rolls back: nothing was changed
+        # Waits for another claim of the same keys to commit, then holds them: nobody else
+        # takes their slots until this transaction ends, a few milliseconds from now.
+        recent = driver().flow_lock_gates(sorted(gates)) if gates else {}
+        if len(recent) < len(gates):  # a sweep pruned some since this process made them
+            _known_gates.difference_update(gates)
+            raise _GatesMissing(gates - set(recent))
+        keys = sorted({key for candidate in candidates if (key := rules.keys(candidate)[0]) is not None})
+        counted = sorted(
+            {
+                c.queue
+                for c in candidates
+                if (q := rules.queues.get(c.queue)) is not None and q.concurrency is not None
+            }
+        )
+        running = driver().flow_running(keys, counted)
+        windows = {key: Window.load(text) for key, text in recent.items()}
+        decided = admission.admit(candidates, want, running.now, rules, running.keys, running.queues, windows)
+        taken: list[ClaimedJob] = []
+        if decided.admitted:
+            taken = driver().flow_mark_claimed(worker, decided.admitted, moment(running.now), decided.rekeyed)
+        if decided.windows:
+            driver().flow_save_gates({key: window.dump() for key, window in decided.windows.items()})
+    return taken, decided, len(candidates) < asked
+
+
+def prune_gates(now: datetime | None = None, batch_size: int = 1000) -> int:
+    """Delete the gates whose windows hold no start of the last hour (the longest period):
+    a claim that needs one again makes it. A gate a claim holds is skipped."""
+    horizon = micros(now or timezone.now()) - 3600 * 1_000_000
+
+    def keep(key: str, recent: str) -> bool:
+        newest = Window.load(recent).newest
+        return newest is not None and newest > horizon
+
+    pruned = driver().flow_prune_gates(keep, batch_size)
+    _known_gates.clear()
+    return pruned
 
 
 def claim_job(worker: str, job_id: int) -> ClaimedJob | None:

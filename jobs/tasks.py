@@ -25,6 +25,12 @@ def prune_timer_slots() -> str:
 
 
 @periodic("sweep", every=300)
+def prune_flow_gates() -> str:
+    """The gates of limit keys with no start left in any window (their next claim makes them again)."""
+    return f"{store.prune_gates()} flow gates pruned"
+
+
+@periodic("sweep", every=300)
 def report_backlog_per_task() -> str:
     """The scaling signals (backlog per task, oldest due age, running, failed), to CloudWatch when configured."""
     return metrics.report_backlog()

@@ -126,6 +126,21 @@ def dedupe_key(key: object, *, error: type[Exception] = InvalidJobOption) -> str
     return key
 
 
+#: The limit-key columns' length (``Job.concurrency_key``, ``Job.rate_key``).
+LIMIT_KEY_LENGTH: int = Job._meta.get_field("concurrency_key").max_length or 255
+
+
+def limit_key(key: str | None) -> str | None:
+    """A flow-control key made from the payload's fields (``jobs.flow.limits``) that fits
+    its column: the payload is what to fix."""
+    if key is None:
+        return None
+    if len(key) > LIMIT_KEY_LENGTH:
+        raise InvalidPayload(f"A limit key may be at most {LIMIT_KEY_LENGTH} characters, got {len(key):,}.")
+    _check_text(key, "the limit key", InvalidPayload)
+    return key
+
+
 def run_at(moment: object) -> datetime | None:
     """A timezone-aware moment from a day ago to ``JOBS_MAX_RUN_AT_DAYS`` ahead, or None
     (due now)."""

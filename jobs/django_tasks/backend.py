@@ -9,8 +9,12 @@
                 "backoff": [30, 120, 480],      # seconds before the 2nd, 3rd, 4th... try
                 "backoff_cap": 1800,            # the longest wait between tries
                 "timeout": None,                # seconds a try may run before it is stopped
-                "tasks": {                      # per task, by module path: any of the above
+                "tasks": {                      # per task, by module path: any of the above,
                     "myapp.tasks.send_welcome": {"attempts": 5, "timeout": 60},
+                    "myapp.tasks.call_crm": {   # and fleet-wide limits (docs/flow-control.md)
+                        "concurrency": 2, "concurrency_key": "account:{account_id}",
+                        "rate": "60/m",
+                    },
                 },
             },
         }
@@ -34,6 +38,7 @@ from typing import Any
 
 from django.apps import apps
 from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.tasks import Task, TaskResult
 from django.tasks.backends.base import BaseTaskBackend
@@ -44,11 +49,14 @@ from django.utils.module_loading import import_string
 
 from jobs import registry
 from jobs.django_tasks import types
+from jobs.flow.limits import TypeLimits
 
 # Django creates the backend when the first @task is declared, which may be before the app
 # registry is ready: nothing here imports the models until a task is enqueued or run.
 
 POLICY = ("attempts", "backoff", "backoff_cap", "timeout")
+# Per task only: its flow limits, keyed by the task's keyword arguments (jobs.flow.limits).
+LIMITS = ("concurrency", "concurrency_key", "rate", "rate_key")
 # @job's own defaults (jobs.registry), for every task whose OPTIONS do not say otherwise.
 DEFAULT_POLICY: dict[str, Any] = {name: getattr(registry.JobType, name) for name in POLICY}
 
@@ -70,10 +78,18 @@ class JobsBackend(BaseTaskBackend):
         self.policy = {**DEFAULT_POLICY, **_policy(options, f"{where}['OPTIONS']")}
         if not isinstance(per_task, Mapping):
             raise InvalidTaskBackend(f"{where}['OPTIONS']['tasks'] must map task module paths to options.")
-        self.task_policies = {
-            path: {**self.policy, **_policy(given, f"{where}['OPTIONS']['tasks'][{path!r}]")}
-            for path, given in per_task.items()
-        }
+        self.task_policies: dict[str, dict[str, Any]] = {}
+        self.task_limits: dict[str, TypeLimits] = {}
+        for path, given in per_task.items():
+            at = f"{where}['OPTIONS']['tasks'][{path!r}]"
+            if not isinstance(given, Mapping):
+                raise InvalidTaskBackend(f"{at} must be a dict.")
+            _policy(given, at, POLICY + LIMITS)  # an unknown option names both kinds
+            policy = {name: value for name, value in given.items() if name not in LIMITS}
+            self.task_policies[path] = {**self.policy, **_policy(policy, at)}
+            limits = _limits(path, {name: value for name, value in given.items() if name in LIMITS}, at)
+            if limits is not None:
+                self.task_limits[path] = limits
         registry.add_resolver(types.RESOLVER)  # the registry finds our tasks from now on
 
     # --- enqueue --------------------------------------------------------------------------
@@ -105,6 +121,7 @@ class JobsBackend(BaseTaskBackend):
             raise type(exc)(
                 f"The arguments of task {task.module_path} must be JSON-serialisable: {exc}"
             ) from exc
+        limits = self.task_limits.get(task.module_path)
         job = store.enqueue_task(
             task.module_path,
             payload,
@@ -112,6 +129,7 @@ class JobsBackend(BaseTaskBackend):
             priority=-task.priority,  # stored lower-first: see jobs.models.Priority
             max_attempts=self.policy_of(task)["attempts"],
             run_at=task.run_after,
+            limit_keys=limits.keys(task.module_path, dict(kwargs)) if limits else (None, None),
         )
         result = task_results.enqueued(task, job)
         transaction.on_commit(functools.partial(task_enqueued.send, type(self), task_result=result))
@@ -142,7 +160,19 @@ class JobsBackend(BaseTaskBackend):
         """The engine's type for ``task``: how a worker retries, times and runs it."""
         from jobs.django_tasks.runner import TaskRunner
 
-        return _job_type(task.module_path, self.policy_of(task), TaskRunner(task, self))
+        return _job_type(
+            task.module_path,
+            self.policy_of(task),
+            TaskRunner(task, self),
+            self.task_limits.get(task.module_path),
+        )
+
+    def limited_queues(self, *, concurrency: bool = False) -> set[str]:
+        """Its queues, when a task of it has flow limits (with ``concurrency``: a
+        concurrency limit): a task's queue is named where it is declared, not here."""
+        if any(not concurrency or limits.concurrency is not None for limits in self.task_limits.values()):
+            return set(self.queues)
+        return set()
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         if apps.is_installed("jobs"):
@@ -156,10 +186,13 @@ class JobsBackend(BaseTaskBackend):
         ]
 
 
-def _job_type(name: str, policy: Mapping[str, Any], runner: Callable[..., Any]) -> registry.JobType:
+def _job_type(
+    name: str, policy: Mapping[str, Any], runner: Callable[..., Any], limits: TypeLimits | None = None
+) -> registry.JobType:
     from jobs.django_tasks import results as task_results
 
     return registry.JobType(
+        limits=limits,
         name=name,
         func=runner,
         attempts=policy["attempts"],
@@ -171,13 +204,13 @@ def _job_type(name: str, policy: Mapping[str, Any], runner: Callable[..., Any]) 
     )
 
 
-def _policy(given: Any, where: str) -> dict[str, Any]:
+def _policy(given: Any, where: str, known: tuple[str, ...] = POLICY) -> dict[str, Any]:
     """Validate one set of options (the backend's, or one task's)."""
     if not isinstance(given, Mapping):
         raise InvalidTaskBackend(f"{where} must be a dict.")
-    unknown = sorted(set(given) - set(POLICY))
+    unknown = sorted(set(given) - set(known))
     if unknown:
-        raise InvalidTaskBackend(f"{where}: unknown option {', '.join(map(repr, unknown))}; use {POLICY}.")
+        raise InvalidTaskBackend(f"{where}: unknown option {', '.join(map(repr, unknown))}; use {known}.")
     policy = dict(given)
     if "attempts" in policy and not (type(policy["attempts"]) is int and policy["attempts"] >= 1):
         raise InvalidTaskBackend(f"{where}['attempts'] must be a whole number, at least 1.")
@@ -194,6 +227,14 @@ def _policy(given: Any, where: str) -> dict[str, Any]:
     if timeout is not None and not (_is_number(timeout) and timeout > 0):
         raise InvalidTaskBackend(f"{where}['timeout'] must be positive seconds, or None.")
     return policy
+
+
+def _limits(path: str, given: Mapping[str, Any], where: str) -> TypeLimits | None:
+    """One task's flow limits, refused as the backend's other options are."""
+    try:
+        return TypeLimits.declare(path, **given)
+    except (ImproperlyConfigured, TypeError) as exc:
+        raise InvalidTaskBackend(f"{where}: {exc}") from None
 
 
 def _is_number(value: Any) -> bool:

@@ -87,6 +87,17 @@ def queues() -> set[str]:
     return names
 
 
+def limited_queues(*, concurrency: bool = False) -> set[str]:
+    """The queues of every ``JobsBackend`` whose OPTIONS give a task flow limits."""
+    from jobs.django_tasks.backend import JobsBackend
+
+    names: set[str] = set()
+    for backend in task_backends.all():
+        if isinstance(backend, JobsBackend):
+            names |= backend.limited_queues(concurrency=concurrency)
+    return names
+
+
 class TaskResolver:
     """The registry's view of tasks (``jobs.registry.Resolver``)."""
 
@@ -98,6 +109,9 @@ class TaskResolver:
 
     def names(self) -> list[str]:
         return declared()
+
+    def limited_queues(self, *, concurrency: bool = False) -> set[str]:
+        return limited_queues(concurrency=concurrency)
 
 
 RESOLVER = TaskResolver()

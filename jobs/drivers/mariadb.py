@@ -9,8 +9,9 @@ SQL of their own here are the ORM's (``jobs.drivers.orm``).
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +20,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from jobs.drivers.orm import OrmDriver, placeholders
-from jobs.drivers.protocol import Batch, ClaimedJob
+from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Running
 
 # --- schema (migration 0010) ---
 
@@ -65,6 +66,26 @@ SCHEMA_UNDO = (
     "ALTER TABLE jobs_job DROP COLUMN dedupe_active",
 )
 
+# Flow control (migration 0013). The running jobs of a concurrency key are counted from
+# ``jobs_running_key``, which Django builds here on (concurrency_key) for every row; led
+# by the status, a key's finished jobs (a type-wide key has them all) add no reads.
+# The queued jobs that carry a limit key are claimed from ``jobs_claim_keyed``: on
+# ``flow_queue``, the job's queue while it is queued with a key and NULL otherwise (a
+# generated column the database keeps), so a job without keys never moves in this index,
+# and a claim reads only keyed jobs, in claim order, however many others wait.
+FLOW_SCHEMA = (
+    "ALTER TABLE jobs_job DROP INDEX jobs_running_key, ADD INDEX jobs_running_key (status, concurrency_key)",
+    """ALTER TABLE jobs_job ADD COLUMN flow_queue varchar(50)
+        GENERATED ALWAYS AS (IF(status = 'queued' AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL),
+                                queue, NULL)) STORED""",
+    "ALTER TABLE jobs_job DROP INDEX jobs_claim_keyed, ADD INDEX jobs_claim_keyed (flow_queue, priority, run_at, id)",
+)
+FLOW_SCHEMA_UNDO = (
+    "ALTER TABLE jobs_job DROP INDEX jobs_claim_keyed, ADD INDEX jobs_claim_keyed (queue, priority, run_at, id)",
+    "ALTER TABLE jobs_job DROP COLUMN flow_queue",
+    "ALTER TABLE jobs_job DROP INDEX jobs_running_key, ADD INDEX jobs_running_key (concurrency_key)",
+)
+
 # --- sessions ---
 
 # Every session of the engine speaks UTC (``prepare_session``): Django stores UTC in the
@@ -95,6 +116,11 @@ SELECT id FROM jobs_job FORCE INDEX (jobs_claim_any)
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
+# The same for a queue that also holds jobs with flow limits: only the jobs without limit
+# keys, passing over the keyed ones (claimed through flow control) as it reads the index.
+_UNKEYED = "\n   AND concurrency_key IS NULL AND rate_key IS NULL"
+CLAIM_ONE_QUEUE_UNKEYED = CLAIM_ONE_QUEUE.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _UNKEYED)
+CLAIM_QUEUES_UNKEYED = CLAIM_QUEUES.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _UNKEYED)
 MARK_CLAIMED = """
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %s,
@@ -122,6 +148,62 @@ UPDATE jobs_job
  WHERE id IN ({ids})
 """
 
+# --- flow control (``jobs.store.claim_flowed``): the claim of jobs with limits, in steps ---
+
+# Its candidates: lock up to N due, queued rows of the queues in claim order, skipping rows
+# another worker holds and the jobs of keys known to be at their limit, until the claim's
+# transaction ends. ``_KEYED``: only the jobs with a limit key, from ``jobs_claim_keyed``
+# (on ``flow_queue``, NULL for every other row), for a queue whose other jobs keep the
+# plain claim; the others serve a queue with limits of its own, from the claim indexes.
+_FLOW_EXCLUDED = """
+   AND (concurrency_key IS NULL OR concurrency_key NOT IN ({full}))
+   AND (rate_key IS NULL OR rate_key NOT IN ({waiting}))"""
+FLOW_CANDIDATES_ONE_QUEUE = """
+SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim)
+ WHERE status = 'queued' AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6){excluded}
+ ORDER BY status, queue, priority, run_at, id
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+FLOW_CANDIDATES_QUEUES = """
+SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_any)
+ WHERE status = 'queued' AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
+ ORDER BY status, priority, run_at, id
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+FLOW_CANDIDATES_KEYED = """
+SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_keyed)
+ WHERE flow_queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
+ ORDER BY priority, run_at, id
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+
+# Under the gates' locks: the database's clock (µs since the epoch; NOW(6) is this
+# statement's start, after the locks were granted) and the running jobs of each
+# concurrency key (``jobs_running_key``: status, concurrency_key) and of each queue with a
+# concurrency limit (the running rows, ``jobs_running``). A consistent read: locks nothing.
+FLOW_NOW = "SELECT 'now', NULL, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
+FLOW_RUNNING_KEYS = """
+SELECT 'key', concurrency_key, COUNT(*) FROM jobs_job FORCE INDEX (jobs_running_key)
+ WHERE status = 'running' AND concurrency_key IN ({keys})
+ GROUP BY concurrency_key"""
+FLOW_RUNNING_QUEUES = """
+SELECT 'queue', queue, COUNT(*) FROM jobs_job FORCE INDEX (jobs_running)
+ WHERE status = 'running' AND queue IN ({queues})
+ GROUP BY queue"""
+
+# Marks the admitted candidates (locked by this transaction) running, started at the
+# clock the decision was made at, through the primary key; then they are read back
+# (CLAIMED_ROWS) in the same transaction.
+FLOW_MARK_CLAIMED = """
+UPDATE jobs_job
+   SET status = 'running', attempts = attempts + 1, locked_by = %s,
+       started_at = %s, heartbeat_at = %s, finished_at = NULL, progress = NULL, progress_message = ''
+ WHERE id IN ({ids})
+"""
+
 # --- enqueue ---
 
 # Bulk enqueue: one multi-row INSERT per batch. mysqlclient folds executemany into one
@@ -131,9 +213,9 @@ UPDATE jobs_job
 # every other value was checked before (``jobs.validation``), so it hides nothing else.
 INSERT_MANY = """
 INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at, max_attempts,
-                             created_at, status, attempts, progress_message, error, message,
-                             earlier_attempts)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                             created_at, concurrency_key, rate_key, status, attempts,
+                             progress_message, error, message, earlier_attempts)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
 
@@ -206,24 +288,93 @@ class MariaDBDriver(OrmDriver):
                 INSERT_MANY,
                 [
                     (batch.type, batch.queue, batch.priority, text, key, batch.run_at or now,
-                     batch.max_attempts, now, *INSERT_MANY_CONSTANTS)
-                    for text, key in zip(batch.payloads, batch.dedupe_keys, strict=True)
+                     batch.max_attempts, now, concurrency_key, rate_key, *INSERT_MANY_CONSTANTS)
+                    for text, key, concurrency_key, rate_key in zip(
+                        batch.payloads, batch.dedupe_keys, batch.concurrency_keys(), batch.rate_keys(),
+                        strict=True,
+                    )
                 ],
             )  # fmt: skip
             return cursor.rowcount
 
-    def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    def claim(
+        self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
+    ) -> list[ClaimedJob]:
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
             if len(queues) == 1:
-                cursor.execute(CLAIM_ONE_QUEUE, [queues[0], limit])
+                cursor.execute(CLAIM_ONE_QUEUE_UNKEYED if unkeyed else CLAIM_ONE_QUEUE, [queues[0], limit])
             else:
-                cursor.execute(CLAIM_QUEUES.format(queues=placeholders(queues)), [*queues, limit])
+                statement = CLAIM_QUEUES_UNKEYED if unkeyed else CLAIM_QUEUES
+                cursor.execute(statement.format(queues=placeholders(queues)), [*queues, limit])
             ids = [row[0] for row in cursor.fetchall()]
             if not ids:
                 return []
             cursor.execute(MARK_CLAIMED.format(ids=placeholders(ids)), [worker, *ids])
             cursor.execute(CLAIMED_ROWS.format(ids=placeholders(ids)), ids)
             return [ClaimedJob(*row) for row in cursor.fetchall()]
+
+    def flow_candidates(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool = False,
+    ) -> list[Candidate]:
+        excluded = ""
+        if full_keys or waiting_keys:  # NOT IN () is no SQL: a key no job has stands in
+            excluded = _FLOW_EXCLUDED.format(
+                full=placeholders(full_keys or [""]), waiting=placeholders(waiting_keys or [""])
+            )
+        excluded_params = [*(full_keys or [""]), *(waiting_keys or [""])] if excluded else []
+        if keyed_only:
+            statement = FLOW_CANDIDATES_KEYED.format(queues=placeholders(queues), excluded=excluded)
+            params = [*queues, *excluded_params, limit]
+        elif len(queues) == 1:
+            statement = FLOW_CANDIDATES_ONE_QUEUE.format(excluded=excluded)
+            params = [queues[0], *excluded_params, limit]
+        else:
+            statement = FLOW_CANDIDATES_QUEUES.format(queues=placeholders(queues), excluded=excluded)
+            params = [*queues, *excluded_params, limit]
+        return [Candidate(*row) for row in self.execute(statement, params)]
+
+    def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
+        parts, params = [FLOW_NOW], []
+        if keys:
+            parts.append(FLOW_RUNNING_KEYS.format(keys=placeholders(keys)))
+            params += list(keys)
+        if queues:
+            parts.append(FLOW_RUNNING_QUEUES.format(queues=placeholders(queues)))
+            params += list(queues)
+        by_key: dict[str, int] = {}
+        by_queue: dict[str, int] = {}
+        now = 0
+        for kind, name, count in self.execute("\nUNION ALL\n".join(parts), params):
+            if kind == "now":
+                now = int(count)
+            elif kind == "key":
+                by_key[name] = int(count)
+            else:
+                by_queue[name] = int(count)
+        return Running(now, by_key, by_queue)
+
+    def flow_mark_claimed(
+        self,
+        worker: str,
+        ids: Sequence[int],
+        at: datetime,
+        rekeyed: Mapping[int, tuple[str | None, str | None]],
+    ) -> list[ClaimedJob]:
+        for job_id, (concurrency_key, rate_key) in rekeyed.items():  # rare: rows older than a limit
+            self.jobs().filter(id=job_id).update(concurrency_key=concurrency_key, rate_key=rate_key)
+        stamp = at.astimezone(UTC).replace(tzinfo=None)  # the columns hold UTC without a zone
+        with self.cursor() as cursor:
+            cursor.execute(FLOW_MARK_CLAIMED.format(ids=placeholders(ids)), [worker, stamp, stamp, *ids])
+            cursor.execute(CLAIMED_ROWS.format(ids=placeholders(ids)), list(ids))
+            rows = cursor.fetchall()
+        order = {job_id: position for position, job_id in enumerate(ids)}
+        return sorted((ClaimedJob(*row) for row in rows), key=lambda job: order[job.id])
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from jobs.drivers.protocol import Batch, ClaimedJob, Subscription, TaskRow
-from jobs.models import Job, JobAttempt, Status, Worker
+from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Running, Subscription, TaskRow
+from jobs.models import FlowGate, Job, JobAttempt, Status, Worker
+
+#: A job without limit keys: claimed without flow control (``jobs.flow``).
+UNKEYED = Q(concurrency_key__isnull=True, rate_key__isnull=True)
 
 
 def placeholders(values: Sequence[object]) -> str:
@@ -33,18 +36,29 @@ def placeholders(values: Sequence[object]) -> str:
     return ", ".join(["%s"] * len(values))
 
 
-def claimed_row_fields(worker: str) -> dict[str, Any]:
-    """What a claim writes on a job it takes: one more attempt, running for ``worker``."""
+def claimed_row_fields(worker: str, at: datetime | None = None) -> dict[str, Any]:
+    """What a claim writes on a job it takes: one more attempt, running for ``worker``
+    since ``at`` (the database's now, unless a flow-controlled claim read its clock)."""
+    started: Any = Now() if at is None else at
     return {
         "status": Status.RUNNING,
         "attempts": F("attempts") + 1,
         "locked_by": worker,
-        "started_at": Now(),
-        "heartbeat_at": Now(),
+        "started_at": started,
+        "heartbeat_at": started,
         "finished_at": None,
         "progress": None,
         "progress_message": "",
     }
+
+
+def micros(moment: datetime) -> int:
+    """A moment as whole microseconds since the epoch (the flow windows' clock)."""
+    return round(moment.timestamp() * 1_000_000)
+
+
+def moment(micros_since_epoch: int) -> datetime:
+    return datetime.fromtimestamp(micros_since_epoch / 1_000_000, tz=UTC)
 
 
 class OrmDriver:
@@ -111,8 +125,12 @@ class OrmDriver:
                 dedupe_key=key,
                 max_attempts=batch.max_attempts,
                 run_at=batch.run_at or now,
+                concurrency_key=concurrency_key,
+                rate_key=rate_key,
             )
-            for text, key in zip(batch.payloads, batch.dedupe_keys, strict=True)
+            for text, key, concurrency_key, rate_key in zip(
+                batch.payloads, batch.dedupe_keys, batch.concurrency_keys(), batch.rate_keys(), strict=True
+            )
         ]
         # bulk_create does not say how many rows a conflict skipped: count around it.
         before = self.jobs().count()
@@ -121,14 +139,17 @@ class OrmDriver:
 
     # --- claim and finish ---
 
-    def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    def claim(
+        self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
+    ) -> list[ClaimedJob]:
         # Select, mark and re-read in one transaction; the row locks (where the database
         # takes them) last until its end.
         with transaction.atomic(using=self.alias):
+            due = self.jobs().filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
+            if unkeyed:
+                due = due.filter(UNKEYED)
             ids = list(
-                self.jobs()
-                .select_for_update(skip_locked=True)
-                .filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
+                due.select_for_update(skip_locked=True)
                 .order_by("priority", "run_at", "id")
                 .values_list("id", flat=True)[:limit]
             )
@@ -173,6 +194,112 @@ class OrmDriver:
 
     def lock_if_running(self, worker: str, job_id: int, attempt: int) -> Job | None:
         return self._fenced(worker, job_id, attempt).select_for_update().first()
+
+    # --- flow control ---
+
+    def gates(self) -> QuerySet[FlowGate]:
+        return FlowGate.objects.using(self.alias)
+
+    def flow_candidates(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool = False,
+    ) -> list[Candidate]:
+        due = (
+            self.jobs()
+            .select_for_update(skip_locked=True)
+            .filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
+        )
+        if keyed_only:
+            due = due.filter(~UNKEYED)
+        if full_keys:
+            due = due.exclude(concurrency_key__in=full_keys)
+        if waiting_keys:
+            due = due.exclude(rate_key__in=waiting_keys)
+        rows = due.order_by("priority", "run_at", "id").values_list(
+            "id", "type", "queue", "concurrency_key", "rate_key"
+        )[:limit]
+        return [Candidate(*row) for row in rows]
+
+    def flow_add_gates(self, keys: Sequence[str]) -> None:
+        with transaction.atomic(using=self.alias):
+            self.gates().bulk_create([FlowGate(key=key) for key in keys], ignore_conflicts=True)
+
+    def flow_lock_gates(self, keys: Sequence[str]) -> dict[str, str]:
+        # In key order: two claims wanting the same gates queue up rather than deadlock.
+        rows = (
+            self.gates().select_for_update().filter(key__in=keys).order_by("key").values_list("key", "recent")
+        )
+        return dict(rows)
+
+    def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
+        running = self.jobs().filter(status=Status.RUNNING)
+        by_key: dict[str, int] = {}
+        by_queue: dict[str, int] = {}
+        if keys:
+            counted = (
+                running.filter(concurrency_key__in=keys)
+                .values("concurrency_key")
+                .annotate(n=Count("id"))
+                .order_by()
+                .values_list("concurrency_key", "n")
+            )
+            by_key = {key: n for key, n in counted if key is not None}
+        if queues:
+            by_queue = dict(
+                running.filter(queue__in=queues)
+                .values("queue")
+                .annotate(n=Count("id"))
+                .order_by()
+                .values_list("queue", "n")
+            )
+        return Running(micros(timezone.now()), by_key, by_queue)
+
+    def flow_mark_claimed(
+        self,
+        worker: str,
+        ids: Sequence[int],
+        at: datetime,
+        rekeyed: Mapping[int, tuple[str | None, str | None]],
+    ) -> list[ClaimedJob]:
+        for job_id, (concurrency_key, rate_key) in rekeyed.items():
+            self.jobs().filter(id=job_id).update(concurrency_key=concurrency_key, rate_key=rate_key)
+        self.jobs().filter(id__in=ids).update(**claimed_row_fields(worker, at))
+        order = {job_id: position for position, job_id in enumerate(ids)}
+        claimed = sorted(self.jobs().filter(id__in=ids), key=lambda job: order[job.id])
+        return [
+            ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts, job.queue)
+            for job in claimed
+        ]
+
+    def flow_save_gates(self, windows: Mapping[str, str]) -> None:
+        for key, recent in windows.items():
+            self.gates().filter(key=key).update(recent=recent)
+
+    def flow_prune_gates(self, keep: Callable[[str, str], bool], batch_size: int) -> int:
+        pruned = 0
+        after = ""
+        while True:
+            # Each batch is its own short transaction, skipping the gates a claim holds.
+            with transaction.atomic(using=self.alias):
+                rows = list(
+                    self.gates()
+                    .select_for_update(skip_locked=True)
+                    .filter(key__gt=after)
+                    .order_by("key")
+                    .values_list("key", "recent")[:batch_size]
+                )
+                if not rows:
+                    return pruned
+                gone = [key for key, recent in rows if not keep(key, recent)]
+                if gone:
+                    self.gates().filter(key__in=gone).delete()
+                pruned += len(gone)
+            after = rows[-1][0]
 
     # --- recovery and housekeeping ---
 

@@ -14,6 +14,7 @@ import json
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -24,7 +25,7 @@ from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
-from jobs.drivers.protocol import Batch, ClaimedJob, TaskRow
+from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Running, TaskRow
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -54,6 +55,9 @@ SUPERVISOR_ASYNC_COMMIT = "SET synchronous_commit TO off"
 # payload goes out as text: the child process parses it. Each row's queue goes out too: a
 # lane's fair share counts its running and buffered jobs by it. RETURNING has no order of
 # its own, so the outer SELECT hands the batch out in claim order.
+# The ``_UNKEYED`` forms serve a queue that also holds jobs with flow limits: they take
+# only the jobs without limit keys, passing over the keyed ones (claimed through flow
+# control, ``FLOW_CANDIDATES``) as they read the same index.
 _CLAIM = """
 WITH claimed AS (
 UPDATE jobs_job
@@ -62,7 +66,7 @@ UPDATE jobs_job
        progress = NULL, progress_message = ''
  WHERE id = ANY(ARRAY(
         SELECT id FROM jobs_job
-         WHERE status = 'queued' AND {queue_condition} AND run_at <= now()
+         WHERE status = 'queued' AND {queue_condition} AND run_at <= now(){keys_condition}
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED))
@@ -70,8 +74,13 @@ RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, pri
 )
 SELECT id, type, payload, attempts, max_attempts, queue FROM claimed ORDER BY priority, run_at, id
 """
-CLAIM_ONE_QUEUE = _CLAIM.format(queue_condition="queue = %(queue)s")
-CLAIM_QUEUES = _CLAIM.format(queue_condition="queue = ANY(%(queues)s::varchar[])")
+_ONE_QUEUE = "queue = %(queue)s"
+_QUEUES = "queue = ANY(%(queues)s::varchar[])"
+_UNKEYED = "\n           AND concurrency_key IS NULL AND rate_key IS NULL"
+CLAIM_ONE_QUEUE = _CLAIM.format(queue_condition=_ONE_QUEUE, keys_condition="")
+CLAIM_QUEUES = _CLAIM.format(queue_condition=_QUEUES, keys_condition="")
+CLAIM_ONE_QUEUE_UNKEYED = _CLAIM.format(queue_condition=_ONE_QUEUE, keys_condition=_UNKEYED)
+CLAIM_QUEUES_UNKEYED = _CLAIM.format(queue_condition=_QUEUES, keys_condition=_UNKEYED)
 
 # Marks many jobs succeeded in one statement, fenced: a row counts only while it is still
 # running under this worker and the same attempt (a reaped job's late result is dropped).
@@ -113,6 +122,63 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
  WHERE j.id = ANY(%(ids)s::bigint[])
 """
 
+# --- flow control (``jobs.store.claim_flowed``): the claim of jobs with limits, in steps ---
+
+# Its candidates: locks up to %(limit)s due, queued rows of the queues in claim order,
+# skipping rows another worker holds and the jobs of keys known to be at their limit,
+# until the claim's transaction ends (a few statements later). The ``_KEYED`` form takes
+# only the jobs with a limit key, from the partial index ``jobs_claim_keyed`` (which holds
+# nothing else), for a queue whose other jobs keep the plain claim; the other form serves a
+# queue with limits of its own, from the claim indexes.
+_FLOW_CANDIDATES = """
+SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job
+ WHERE status = 'queued' AND queue = ANY(%(queues)s::varchar[]) AND run_at <= now(){keyed}
+   AND (concurrency_key IS NULL OR concurrency_key <> ALL(%(full)s::text[]))
+   AND (rate_key IS NULL OR rate_key <> ALL(%(waiting)s::text[]))
+ ORDER BY priority, run_at, id
+ LIMIT %(limit)s
+   FOR UPDATE SKIP LOCKED
+"""
+FLOW_CANDIDATES = _FLOW_CANDIDATES.format(keyed="")
+FLOW_CANDIDATES_KEYED = _FLOW_CANDIDATES.format(
+    keyed="\n   AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL)"
+)
+
+# Under the gates' locks: the database's clock (µs since the epoch, read now, after the
+# locks were granted, so every claim of these keys commits before it) and the running jobs
+# of each concurrency key (an index-only probe of ``jobs_running_key``) and of each queue
+# with a concurrency limit (the running rows, through ``jobs_running``). Reads committed
+# rows; locks nothing.
+FLOW_RUNNING = """
+SELECT 'key', concurrency_key, count(*) FROM jobs_job
+ WHERE status = 'running' AND concurrency_key = ANY(%(keys)s::text[])
+ GROUP BY concurrency_key
+UNION ALL
+SELECT 'queue', queue, count(*) FROM jobs_job
+ WHERE status = 'running' AND queue = ANY(%(queues)s::varchar[])
+ GROUP BY queue
+UNION ALL
+SELECT 'now', NULL, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
+"""
+
+# Marks the admitted candidates (locked by this transaction) running, started at the
+# clock the decision was made at, through the primary key.
+FLOW_MARK_CLAIMED = """
+UPDATE jobs_job
+   SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
+       started_at = %(at)s, heartbeat_at = %(at)s, finished_at = NULL,
+       progress = NULL, progress_message = ''
+ WHERE id = ANY(%(ids)s::bigint[])
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue
+"""
+
+# The rate windows of the (locked) gates that took starts, in one statement.
+FLOW_SAVE_GATES = """
+UPDATE jobs_flow_gate AS g SET recent = w.recent
+  FROM unnest(%(keys)s::text[], %(recent)s::text[]) AS w(key, recent)
+ WHERE g.key = w.key
+"""
+
 # --- enqueue, notify and timers -------------------------------------------------------------
 
 # Enqueue of one job. A duplicate active dedupe key inserts nothing and returns no row;
@@ -122,9 +188,11 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
 # transaction not yet committed makes it wait for that transaction, so only one inserts.
 INSERT_ONE = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
-                      attempts, max_attempts, progress_message, error, message)
+                      attempts, max_attempts, progress_message, error, message,
+                      concurrency_key, rate_key)
 VALUES (%(type)s, %(queue)s, %(priority)s, 'queued', %(payload)s::jsonb, %(dedupe_key)s,
-        COALESCE(%(run_at)s::timestamptz, now()), 0, %(max_attempts)s, '', '', '')
+        COALESCE(%(run_at)s::timestamptz, now()), 0, %(max_attempts)s, '', '', '',
+        %(concurrency_key)s, %(rate_key)s)
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
 RETURNING id, run_at, created_at
@@ -139,6 +207,20 @@ INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at
 SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.dedupe_key,
        COALESCE(%(run_at)s, now()), 0, %(max_attempts)s, '', '', ''
   FROM unnest(%(payloads)s::text[], %(dedupe_keys)s::text[]) AS item(payload, dedupe_key)
+    ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
+    DO NOTHING
+"""
+# INSERT_MANY for a type with flow limits (``jobs.flow``): each row with its limit keys too.
+# A statement of its own, so the bulk enqueue of an unlimited type passes no empty arrays.
+INSERT_MANY_LIMITED = """
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
+                      attempts, max_attempts, progress_message, error, message,
+                      concurrency_key, rate_key)
+SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.dedupe_key,
+       COALESCE(%(run_at)s, now()), 0, %(max_attempts)s, '', '', '',
+       item.concurrency_key, item.rate_key
+  FROM unnest(%(payloads)s::text[], %(dedupe_keys)s::text[], %(concurrency_keys)s::text[],
+              %(rate_keys)s::text[]) AS item(payload, dedupe_key, concurrency_key, rate_key)
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
 """
@@ -287,7 +369,14 @@ class PostgresDriver(OrmDriver):
     def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:
         # One prepared statement and one round trip: enqueue is on every producer's path.
         rows = self.execute_prepared(
-            INSERT_ONE, {**fields, "payload": payload_text, "run_at": fields.get("run_at")}
+            INSERT_ONE,
+            {
+                "concurrency_key": None,
+                "rate_key": None,
+                **fields,
+                "payload": payload_text,
+                "run_at": fields.get("run_at"),
+            },
         )
         if not rows:
             return None
@@ -303,31 +392,83 @@ class PostgresDriver(OrmDriver):
         return job
 
     def insert_many(self, batch: Batch) -> int:
+        params: dict[str, Any] = {
+            "type": batch.type,
+            "queue": batch.queue,
+            "priority": batch.priority,
+            "run_at": batch.run_at,
+            "max_attempts": batch.max_attempts,
+            "payloads": list(batch.payloads),
+            "dedupe_keys": list(batch.dedupe_keys),
+        }
+        statement = INSERT_MANY
+        if batch.limit_keys is not None:
+            statement = INSERT_MANY_LIMITED
+            params.update(concurrency_keys=batch.concurrency_keys(), rate_keys=batch.rate_keys())
         with self.cursor() as cursor:
-            cursor.execute(
-                INSERT_MANY,
-                {
-                    "type": batch.type,
-                    "queue": batch.queue,
-                    "priority": batch.priority,
-                    "run_at": batch.run_at,
-                    "max_attempts": batch.max_attempts,
-                    "payloads": list(batch.payloads),
-                    "dedupe_keys": list(batch.dedupe_keys),
-                },
-            )
+            cursor.execute(statement, params)
             return cursor.rowcount
 
-    def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    def claim(
+        self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
+    ) -> list[ClaimedJob]:
         if len(queues) == 1:
             rows = self.execute_prepared(
-                CLAIM_ONE_QUEUE, {"worker": worker, "queue": queues[0], "limit": limit}
+                CLAIM_ONE_QUEUE_UNKEYED if unkeyed else CLAIM_ONE_QUEUE,
+                {"worker": worker, "queue": queues[0], "limit": limit},
             )
         else:
             rows = self.execute_prepared(
-                CLAIM_QUEUES, {"worker": worker, "queues": list(queues), "limit": limit}
+                CLAIM_QUEUES_UNKEYED if unkeyed else CLAIM_QUEUES,
+                {"worker": worker, "queues": list(queues), "limit": limit},
             )
         return [ClaimedJob(*row) for row in rows]
+
+    def flow_candidates(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool = False,
+    ) -> list[Candidate]:
+        rows = self.execute_prepared(
+            FLOW_CANDIDATES_KEYED if keyed_only else FLOW_CANDIDATES,
+            {"queues": list(queues), "limit": limit, "full": list(full_keys), "waiting": list(waiting_keys)},
+        )
+        return [Candidate(*row) for row in rows]
+
+    def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
+        by_key: dict[str, int] = {}
+        by_queue: dict[str, int] = {}
+        now = 0
+        for kind, name, count in self.execute_prepared(
+            FLOW_RUNNING, {"keys": list(keys), "queues": list(queues)}
+        ):
+            if kind == "now":
+                now = int(count)
+            elif kind == "key":
+                by_key[name] = int(count)
+            else:
+                by_queue[name] = int(count)
+        return Running(now, by_key, by_queue)
+
+    def flow_mark_claimed(
+        self,
+        worker: str,
+        ids: Sequence[int],
+        at: datetime,
+        rekeyed: Mapping[int, tuple[str | None, str | None]],
+    ) -> list[ClaimedJob]:
+        for job_id, (concurrency_key, rate_key) in rekeyed.items():  # rare: rows older than a limit
+            self.jobs().filter(id=job_id).update(concurrency_key=concurrency_key, rate_key=rate_key)
+        rows = self.execute_prepared(FLOW_MARK_CLAIMED, {"worker": worker, "ids": list(ids), "at": at})
+        order = {job_id: position for position, job_id in enumerate(ids)}
+        return sorted((ClaimedJob(*row) for row in rows), key=lambda job: order[job.id])
+
+    def flow_save_gates(self, windows: Mapping[str, str]) -> None:
+        self.execute(FLOW_SAVE_GATES, {"keys": list(windows), "recent": list(windows.values())})
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

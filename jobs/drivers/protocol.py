@@ -12,7 +12,7 @@ per alias and thread, so one driver serves every thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,7 +39,8 @@ class ClaimedJob(NamedTuple):
 @dataclass(frozen=True)
 class Batch:
     """Many jobs of one type for ``Driver.insert_many``: one payload (JSON text) and one
-    dedupe key (or None) per job, every value already checked (``jobs.validation``)."""
+    dedupe key (or None) per job, every value already checked (``jobs.validation``); for a
+    type with flow limits, one (concurrency key, rate key) pair per job."""
 
     type: str
     queue: str
@@ -48,6 +49,33 @@ class Batch:
     run_at: datetime | None
     payloads: Sequence[str]
     dedupe_keys: Sequence[str | None]
+    limit_keys: Sequence[tuple[str | None, str | None]] | None = None
+
+    def concurrency_keys(self) -> list[str | None]:
+        return [keys[0] for keys in self.limit_keys] if self.limit_keys else [None] * len(self.payloads)
+
+    def rate_keys(self) -> list[str | None]:
+        return [keys[1] for keys in self.limit_keys] if self.limit_keys else [None] * len(self.payloads)
+
+
+class Candidate(NamedTuple):
+    """A due job a flow-controlled claim locked (``Driver.flow_candidates``), with the
+    limit keys stored on its row (``jobs.flow.admission``)."""
+
+    id: int
+    type: str
+    queue: str
+    concurrency_key: str | None
+    rate_key: str | None
+
+
+class Running(NamedTuple):
+    """What ``Driver.flow_running`` read under a claim's gate locks: the database's clock
+    (µs since the epoch) and the running jobs per concurrency key and per queue."""
+
+    now: int
+    keys: dict[str, int]
+    queues: dict[str, int]
 
 
 class TaskRow(NamedTuple):
@@ -116,9 +144,12 @@ class Driver(Protocol):
 
     # --- claim and finish ---
 
-    def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+    def claim(
+        self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
+    ) -> list[ClaimedJob]:
         """Mark up to ``limit`` due queued jobs of ``queues`` running under ``worker`` (one
-        more attempt each), skipping rows another session holds; in claim order."""
+        more attempt each), skipping rows another session holds; in claim order. With
+        ``unkeyed``, only jobs without limit keys (the others go through flow control)."""
         ...
 
     def complete_many(
@@ -137,6 +168,61 @@ class Driver(Protocol):
     def lock_if_running(self, worker: str, job_id: int, attempt: int) -> Job | None:
         """The job, locked until the caller's transaction ends, while it is running under
         ``worker`` and ``attempt``; None when it no longer is."""
+        ...
+
+    # --- flow control (``jobs.flow``): the claim of jobs with limits, in steps ---
+
+    def flow_candidates(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool = False,
+    ) -> list[Candidate]:
+        """Lock up to ``limit`` due queued jobs of ``queues`` in claim order, inside the
+        caller's transaction, skipping rows another session holds and jobs whose
+        concurrency key is in ``full_keys`` or whose rate key is in ``waiting_keys``. With
+        ``keyed_only``, only jobs that carry a limit key (``jobs_claim_keyed``)."""
+        ...
+
+    def flow_add_gates(self, keys: Sequence[str]) -> None:
+        """Make sure each limit key has its gate row, in a short transaction of its own
+        (never inside a claim: a twin's insert would wait on the claim's locks)."""
+        ...
+
+    def flow_lock_gates(self, keys: Sequence[str]) -> dict[str, str]:
+        """Lock the gate rows of ``keys`` until the caller's transaction ends, waiting for
+        another claim of the same keys to end, in key order (so two claims never wait on
+        each other in a circle); each key's recent starts (``jobs.flow.rates.Window``).
+        A key without a gate row is left out."""
+        ...
+
+    def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
+        """The database's clock and the running jobs of each concurrency key and queue,
+        read by a statement of its own after ``flow_lock_gates`` (so it sees every claim of
+        those keys that committed before the locks were granted)."""
+        ...
+
+    def flow_mark_claimed(
+        self,
+        worker: str,
+        ids: Sequence[int],
+        at: datetime,
+        rekeyed: Mapping[int, tuple[str | None, str | None]],
+    ) -> list[ClaimedJob]:
+        """Mark the locked jobs ``ids`` running under ``worker`` as ``claim`` does, started
+        at ``at``; first store the limit keys of those in ``rekeyed``. In the order of ``ids``."""
+        ...
+
+    def flow_save_gates(self, windows: Mapping[str, str]) -> None:
+        """Store the recent starts of these (locked) gates."""
+        ...
+
+    def flow_prune_gates(self, keep: Callable[[str, str], bool], batch_size: int) -> int:
+        """Delete the gates that no claim holds and that ``keep(key, recent)`` lets go, in
+        batches of short transactions; how many."""
         ...
 
     # --- recovery and housekeeping ---

@@ -99,6 +99,7 @@ class Endings:
             self.results.reschedule(job, outcome.at, outcome.reason)
             said = f"rescheduled for {outcome.at:%Y-%m-%d %H:%M:%S}: {outcome.reason}"
         elif outcome.committed:  # an atomic job: it wrote its own outcome
+            self.results.settled(job)
             said = "succeeded (committed with its writes)"
         else:
             level = logging.WARNING

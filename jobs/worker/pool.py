@@ -21,6 +21,7 @@ import os
 import signal
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jobs.store import ClaimedJob
@@ -188,16 +189,26 @@ class Lane:
         """A claim of ``queues`` got fewer jobs than it asked for: none of them has more due."""
         self.pending.difference_update(queues)
 
-    def next_batch(self, size: int) -> list[ClaimedJob]:
+    def next_batch(self, size: int, single: Callable[[str], bool] | None = None) -> list[ClaimedJob]:
         """Up to ``size`` buffered jobs for an idle child, in claim order: with a share, of
-        the first queue that is below it, and of that queue only."""
+        the first queue that is below it, and of that queue only. A queue for which
+        ``single`` says so (jobs held to a concurrency limit) goes one job at a time."""
         share = self.share
         if share is None:
+            if self.buffer and single is not None and single(self.buffer[0].queue):
+                size = 1
+            elif single is not None:
+                plain = 0  # jobs before the first one that goes alone
+                while plain < min(size, len(self.buffer)) and not single(self.buffer[plain].queue):
+                    plain += 1
+                size = max(1, plain)
             return [self.buffer.popleft() for _ in range(min(size, len(self.buffer)))]
         running = self.running()
         queue = next((job.queue for job in self.buffer if running[job.queue] < share), None)
         if queue is None:
             return []
+        if single is not None and single(queue):
+            size = 1
         batch: list[ClaimedJob] = []
         kept: deque[ClaimedJob] = deque()
         for job in self.buffer:

@@ -29,6 +29,7 @@ from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
 from jobs.worker.endings import Endings
+from jobs.worker.flow import FlowControl, read_notices
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
 from jobs.worker.pool import Child, Lane
@@ -62,6 +63,7 @@ class Supervisor:
         self.progress = ProgressWriter(self.name, self.db, jobs_settings.PROGRESS_INTERVAL)
         self.endings = Endings(self.results, self.progress)
         self.schedules = ScheduleTicker(enabled=options.schedules, poll_interval=options.poll_interval)
+        self.flow = FlowControl(options.poll_interval)
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
@@ -178,6 +180,7 @@ class Supervisor:
                 self.progress.write_due(self._busy_children())
             if self.results.flush_due(now, self._busy):
                 self.results.flush()
+            self._slots_ended()
             for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
                 handle: Callable[[], None] = key.data
                 handle()
@@ -191,6 +194,8 @@ class Supervisor:
     def _drained(self) -> bool:
         if self._busy() or any(lane.buffer or lane.maybe_work for lane in self.lanes):
             return False
+        if self.flow.retry_at() is not None:
+            return False  # due jobs wait for a rate window: they are due, not drained
         if self.results:
             return False
         if not self.burst_rechecked:
@@ -220,6 +225,8 @@ class Supervisor:
         ack_deadline = self.results.ack_deadline()
         if ack_deadline is not None:
             deadlines.append(ack_deadline)
+        if not self.stopping and (window := self.flow.retry_at()) is not None:
+            deadlines.append(window)  # a rate window that held jobs back has room again
         if self.db.retry_at > now:
             deadlines.append(self.db.retry_at)
         return max(0.0, min(deadlines) - now)
@@ -264,6 +271,13 @@ class Supervisor:
             for lane in self.lanes:
                 lane.maybe_work = True
             self.next_poll = now + self.options.poll_interval
+            self.flow.polled()  # a slot freed by a worker that cannot notify shows now
+            if self.db.available(now):
+                self.db.call(self.flow.refresh)
+        if (window := self.flow.retry_at()) is not None and now >= window:
+            self.flow.expire_waits()
+            for lane in self.lanes:
+                lane.pending.update(queue for queue in lane.queues if self.flow.flowed(queue))
         if self._keep_alive(now) and self.db.may_reap(now):
             reaped = self.db.call(store.reap)
             if reaped and reaped.requeued:
@@ -309,7 +323,7 @@ class Supervisor:
             ):
                 self._claim(lane, size)
             for child in idle:
-                batch = lane.next_batch(size)
+                batch = lane.next_batch(size, single=self.flow.one_at_a_time)
                 if not batch:
                     break
                 self._start(child, batch)
@@ -321,22 +335,53 @@ class Supervisor:
     def _claim(self, lane: Lane, size: int) -> None:
         """Claim what the lane's idle children can take. With a fair share, a queue at its
         share is left out, and a claim takes no more of a queue than its share has room
-        for, so filling the idle children may take a claim or two more."""
+        for, so filling the idle children may take a claim or two more.
+
+        Paused queues are left out; queues with flow limits (``jobs.worker.flow``) are
+        claimed first, through flow control, the others by the one-statement claim."""
         want = lane.claim_size(self.window, self.max_prefetch)
         while want > 0:
             queues, limit = lane.claimable(want, size, self.max_prefetch)
             if not queues:
                 return
-            claimed = self.db.call(store.claim, self.name, queues, limit)
-            if claimed is None:
-                return
-            lane.buffer.extend(claimed)
-            if claimed:
+            split = self.flow.split(queues)
+            lane.claimed_short(split.out)  # paused, or at a limit of their own: until a wake-up
+            got = 0
+            # Jobs with limits first (a claim of them is throttled), then the others.
+            keyed = [queue for queue in split.mixed if queue not in self.flow.no_keyed]
+            for group, keyed_only in ((split.limited, False), (keyed, True)):
+                if not group or got >= limit:
+                    continue
+                cap = limit - got
+                if any(self.flow.one_at_a_time(queue) for queue in group):
+                    cap = min(cap, max(0, len(lane.idle) - lane.ready()))  # see one_at_a_time
+                if cap <= 0:
+                    continue
+                outcome = self.db.call(self.flow.claim, self.name, group, cap, keyed_only)
+                if outcome is None:
+                    return
+                lane.buffer.extend(outcome.jobs)
+                got += len(outcome.jobs)
+                if not keyed_only:
+                    lane.claimed_short(list(outcome.short))
+            for group, unkeyed in ((split.plain, False), (split.mixed, True)):
+                if not group or got >= limit:
+                    continue
+                asked = limit - got
+                claimed = self.db.call(store.claim, self.name, group, asked, unkeyed=unkeyed)
+                if claimed is None:
+                    return
+                lane.buffer.extend(claimed)
+                got += len(claimed)
+                if len(claimed) < asked:
+                    # Nothing more is due in these queues (a mixed queue's keyed jobs: once
+                    # its keyed claim came back short too).
+                    lane.claimed_short([q for q in group if not unkeyed or q in self.flow.no_keyed])
+            if got:
                 self.burst_rechecked = False
-            if len(claimed) < limit:
-                lane.claimed_short(queues)  # nothing more is due in these queues
+            if got < limit or not lane.pending:
                 return
-            want -= len(claimed)
+            want -= got
 
     def _start(self, child: Child, batch: list[ClaimedJob]) -> None:
         if self.log_jobs:
@@ -348,6 +393,19 @@ class Supervisor:
             child.lane.buffer.extendleft(reversed(batch))  # never started: hand them to another child
             self._on_child_exit(child)
 
+    def _slots_ended(self) -> None:
+        """Jobs held to a concurrency limit ended and their outcome is written: their slots
+        are free. Claim again here at once, and tell the other workers (a notice where the
+        database has them; elsewhere they find out at their next poll)."""
+        ended = [queue for queue in self.results.ended_queues() if self.flow.one_at_a_time(queue)]
+        if not ended:
+            return
+        self.flow.slots_freed(ended)
+        for lane in self.lanes:
+            lane.pending.update(queue for queue in ended if queue in lane.queues)
+        if not self.stopping:
+            self.db.call(store.notify_freed, ended)
+
     def _on_notify(self) -> None:
         try:
             queues = self.listener.drain()
@@ -355,8 +413,12 @@ class Supervisor:
             logger.warning("Lost the LISTEN connection (%s); polling until it is back.", first_line(exc))
             self._close_listener()
             return
+        due, freed = read_notices(queues)
+        self.flow.jobs_due(due)
+        if freed:
+            self.flow.slots_freed(freed)
         for lane in self.lanes:
-            lane.pending.update(queues.intersection(lane.queues))
+            lane.pending.update((due | freed).intersection(lane.queues))
 
     def _connect_listener(self) -> None:
         if not self.listener.enabled:

@@ -204,6 +204,53 @@ def noop_atomic(ctx: JobContext, **payload) -> None:
     """Does nothing, in a transaction with its completion: the atomic unit of the benchmarks."""
 
 
+# --- flow control (tests/*/test_flow_*.py): types with fleet-wide limits --------------------
+# Each holds its job for ``seconds`` (or until ``gate`` exists) and records its run.
+
+
+def _held(ctx: JobContext, seconds: float, gate: str) -> None:
+    if gate:
+        _wait_for_gate(gate)
+    if seconds:
+        time.sleep(seconds)
+    Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
+
+
+@job("test.flow_type", queue="default", concurrency=2, backoff=(0.2,))
+def flow_type(ctx: JobContext, *, seconds: float = 0.0, gate: str = "") -> None:
+    """At most two running at once across the fleet."""
+    _held(ctx, seconds, gate)
+
+
+@job("test.flow_key", queue="default", concurrency=1, concurrency_key="account:{account}", backoff=(0.2,))
+def flow_key(ctx: JobContext, *, account: int | None = None, seconds: float = 0.0, gate: str = "") -> None:
+    """At most one running per account, any number of accounts at once."""
+    _held(ctx, seconds, gate)
+
+
+@job("test.flow_key_too", queue="default", concurrency=1, concurrency_key="account:{account}")
+def flow_key_too(ctx: JobContext, *, account: int, seconds: float = 0.0, gate: str = "") -> None:
+    """Shares ``test.flow_key``'s accounts: one of either runs per account."""
+    _held(ctx, seconds, gate)
+
+
+@job("test.flow_rate", queue="default", rate="5/s")
+def flow_rate(ctx: JobContext, *, seconds: float = 0.0) -> None:
+    """At most five starts in any second across the fleet."""
+    _held(ctx, seconds, "")
+
+
+@job("test.flow_rate_key", queue="default", rate="2/s", rate_key="host:{host}")
+def flow_rate_key(ctx: JobContext, *, host: str) -> None:
+    """At most two starts a second per host."""
+
+
+@job("test.limited_queue", queue="limited", backoff=(0.2,))
+def on_limited_queue(ctx: JobContext, *, seconds: float = 0.0, gate: str = "") -> None:
+    """A job of the queue the tests give limits of its own (``jobs.set_queue_limits``)."""
+    _held(ctx, seconds, gate)
+
+
 # --- timers of the timer tests: installed paused, resumed by the test that uses one --------
 
 

@@ -165,6 +165,9 @@ class _Resolver:
     def names(self) -> list[str]:
         return ["plug.one"]
 
+    def limited_queues(self, *, concurrency: bool = False) -> set[str]:
+        return set()
+
 
 @pytest.fixture
 def plugged() -> Iterator[_Resolver]:

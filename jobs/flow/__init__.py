@@ -1,0 +1,16 @@
+"""Flow control: fleet-wide concurrency and rate limits per job type, per key and per
+queue, and queues that can be paused (``docs/flow-control.md``).
+
+    rates       a rate ("60/m") and the sliding window of recent starts kept per rate key
+    limits      a job type's declared limits and the limit keys an enqueue stores on its row
+    queues      the queues' limits and pause (``JOBS_QUEUES``, the operators' rows) and the
+                verbs that change them: pause, resume, set_limits
+    admission   which claim candidates may start now, given what runs and what started
+    usage       what the admin page shows: limits in force, running, starts, waiting
+
+Limits are enforced where jobs are claimed, in the database (``jobs.store.claim_flowed``
+and the drivers' ``flow_*`` verbs): what runs is counted from the rows themselves (jobs
+running with the limit's key), so a job that ends in any way, or is reaped, frees its slot;
+claims of one limit key are serialised by a row lock on its gate (``FlowGate``) for the
+claim transaction only.
+"""

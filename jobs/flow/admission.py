@@ -1,0 +1,142 @@
+"""Which claim candidates may start now: the one rule of flow control, with no SQL.
+
+A claim of limited jobs (``jobs.store.claim_flowed``) locks due candidates in claim order,
+locks the gates of their limit keys, counts what runs against each key and queue and reads
+each rate key's recent starts, then asks ``admit`` which to take. Candidates are taken in
+claim order while every limit they count against has room: a candidate over a limit is
+passed over, not failed, and the ones behind it (another key, another queue) are still
+taken. So a key at its limit does not hold up the others: fairness between keys is claim
+order among those with room.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from jobs.drivers.protocol import Candidate
+from jobs.flow.limits import TypeLimits, queue_key
+from jobs.flow.queues import QueueLimits
+from jobs.flow.rates import MICROS, Rate, Window
+
+__all__ = ["Admission", "Candidate", "Rules", "admit"]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The limits a claim enforces: the queues' (those with limits) and each type's."""
+
+    queues: Mapping[str, QueueLimits]
+    type_limits: Callable[[str], TypeLimits | None]
+
+    def keys(self, candidate: Candidate) -> tuple[str | None, str | None]:
+        """The candidate's (concurrency key, rate key) under its type's limits now."""
+        limits = self.type_limits(candidate.type)
+        if limits is None:
+            return None, None
+        return limits.effective(candidate.type, (candidate.concurrency_key, candidate.rate_key))
+
+    def gates(self, candidates: Iterable[Candidate]) -> set[str]:
+        """Every gate a claim of these candidates locks: each limited queue's and each key's."""
+        found: set[str] = set()
+        for candidate in candidates:
+            limits = self.queues.get(candidate.queue)
+            if limits is not None and limits.limited:
+                found.add(queue_key(candidate.queue))
+            found.update(key for key in self.keys(candidate) if key is not None)
+        return found
+
+
+@dataclass
+class Admission:
+    """What ``admit`` decided."""
+
+    admitted: list[int] = field(default_factory=list)  # ids, in claim order
+    rekeyed: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)  # keys to store
+    windows: dict[str, Window] = field(default_factory=dict)  # rate windows that took starts
+    full_keys: set[str] = field(default_factory=set)  # concurrency keys at their limit
+    full_queues: set[str] = field(default_factory=set)  # queues at their concurrency limit
+    rate_waits: dict[str, int] = field(default_factory=dict)  # rate key → frees at (µs)
+    queue_waits: dict[str, int] = field(default_factory=dict)  # queue → its rate frees at (µs)
+    refused: int = 0  # candidates passed over for a limit
+    now: int = 0  # the database's clock the decision was made at (µs)
+
+
+def admit(
+    candidates: list[Candidate],
+    want: int,
+    now: int,
+    rules: Rules,
+    running_keys: Mapping[str, int],
+    running_queues: Mapping[str, int],
+    windows: Mapping[str, Window],
+) -> Admission:
+    """Up to ``want`` candidates, in claim order, whose every limit has room at ``now``
+    (µs): a queue's and a type's or key's concurrency (``running_*`` counts what runs, plus
+    what this claim takes) and rate (``windows``: the recent starts of each gate, plus this
+    claim's). Windows that took starts are recorded at ``now``."""
+    result = Admission(now=now)
+    taken_keys: Counter[str] = Counter()
+    taken_queues: Counter[str] = Counter()
+    taken_rates: Counter[str] = Counter()
+    periods: dict[str, int] = {}  # the longest period each rate gate was held to
+
+    def rate_full(gate: str, rate: Rate) -> int | None:
+        """When ``gate``'s window has room again, if it has none now; None if it has."""
+        periods[gate] = max(periods.get(gate, 0), rate.period)
+        window = windows.get(gate) or Window()
+        if window.used(now, rate) + taken_rates[gate] < rate.count:
+            return None
+        return window.frees_at(now, rate, taken_rates[gate])
+
+    for candidate in candidates:
+        if len(result.admitted) >= want:
+            break
+        queue = candidate.queue
+        queue_limits = rules.queues.get(queue) or QueueLimits(queue)
+        type_limits = rules.type_limits(candidate.type) or TypeLimits()
+        concurrency_key, rate_key = rules.keys(candidate)
+        rates: list[tuple[str, Rate]] = []
+        if queue_limits.rate is not None:
+            rates.append((queue_key(queue), queue_limits.rate))
+        if rate_key is not None and type_limits.rate is not None:
+            rates.append((rate_key, type_limits.rate))
+
+        if queue_limits.concurrency is not None and (
+            running_queues.get(queue, 0) + taken_queues[queue] >= queue_limits.concurrency
+        ):
+            result.full_queues.add(queue)
+        elif (
+            frees := rate_full(queue_key(queue), queue_limits.rate) if queue_limits.rate else None
+        ) is not None:
+            result.queue_waits[queue] = frees
+        elif (
+            concurrency_key is not None
+            and type_limits.concurrency is not None
+            and running_keys.get(concurrency_key, 0) + taken_keys[concurrency_key] >= type_limits.concurrency
+        ):
+            result.full_keys.add(concurrency_key)
+        elif (
+            rate_key is not None
+            and type_limits.rate is not None
+            and (frees := rate_full(rate_key, type_limits.rate)) is not None
+        ):
+            result.rate_waits[rate_key] = frees
+        else:
+            result.admitted.append(candidate.id)
+            if (concurrency_key, rate_key) != (candidate.concurrency_key, candidate.rate_key):
+                result.rekeyed[candidate.id] = (concurrency_key, rate_key)
+            taken_queues[queue] += 1
+            if concurrency_key is not None:
+                taken_keys[concurrency_key] += 1
+            for gate, _ in rates:
+                taken_rates[gate] += 1
+            continue
+        result.refused += 1
+    for gate, count in taken_rates.items():
+        window = windows.get(gate) or Window()
+        window.forget_before(now - periods[gate] * MICROS)
+        window.record(now, count)
+        result.windows[gate] = window
+    return result

@@ -1,0 +1,114 @@
+"""Rates ("60/m": at most 60 starts in any minute) and the sliding window that enforces one.
+
+A rate is a sliding window, not calendar buckets: at most ``count`` starts in any period of
+its length, (now − period, now]. The window of a rate key keeps the recent starts as
+``[time, starts]`` pairs (one pair per claim that started jobs of the key, in microseconds
+of the database's clock), pruned past the period, as JSON text on the key's gate row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from django.core.exceptions import ImproperlyConfigured
+
+#: The units a rate may name, in seconds.
+UNITS = {"s": 1, "m": 60, "h": 3600}
+#: The most starts a rate may allow in its period: each claim that starts jobs of a key
+#: adds a pair to its window, so the window's size is bounded by the rate.
+MOST_STARTS = 100_000
+MICROS = 1_000_000
+
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*([smh])\s*$")
+
+
+@dataclass(frozen=True)
+class Rate:
+    """At most ``count`` starts in any ``period`` seconds."""
+
+    count: int
+    period: int
+
+    @classmethod
+    def parse(cls, text: object, *, where: str = "rate") -> Rate:
+        """``"60/m"``, ``"5/s"``, ``"100/h"``; anything else is refused with ``ValueError``."""
+        if isinstance(text, Rate):
+            return text
+        found = _RATE.match(text) if isinstance(text, str) else None
+        if found is None:
+            raise ValueError(f"{where} must read like '60/m' (starts per s, m or h), got {text!r}.")
+        count = int(found.group(1))
+        if not 1 <= count <= MOST_STARTS:
+            raise ValueError(f"{where} must allow 1 to {MOST_STARTS:,} starts per period, got {count:,}.")
+        return cls(count, UNITS[found.group(2)])
+
+    @classmethod
+    def declared(cls, text: object, where: str) -> Rate:
+        """A rate written in code or settings: a bad one is ``ImproperlyConfigured``."""
+        try:
+            return cls.parse(text, where=where)
+        except ValueError as exc:
+            raise ImproperlyConfigured(str(exc)) from None
+
+    def __str__(self) -> str:
+        unit = next(name for name, seconds in UNITS.items() if seconds == self.period)
+        return f"{self.count}/{unit}"
+
+    def describe(self) -> str:
+        unit = {1: "second", 60: "minute", 3600: "hour"}[self.period]
+        return f"{self.count:,} a {unit}"
+
+
+class Window:
+    """The recent starts of one rate key (its gate row's ``recent``)."""
+
+    def __init__(self, starts: list[tuple[int, int]] | None = None) -> None:
+        self.starts = sorted(starts or [])
+
+    @classmethod
+    def load(cls, text: str | None) -> Window:
+        if not text:
+            return cls()
+        try:
+            pairs = json.loads(text)
+            return cls([(int(at), int(count)) for at, count in pairs])
+        except (TypeError, ValueError):
+            return cls()  # a row written by hand: start afresh rather than fail every claim
+
+    def dump(self) -> str:
+        return json.dumps([[at, count] for at, count in self.starts], separators=(",", ":"))
+
+    def forget_before(self, since: int) -> None:
+        """Forget the starts at or before ``since`` (µs): they left every window that counts them."""
+        self.starts = [pair for pair in self.starts if pair[0] > since]
+
+    @property
+    def newest(self) -> int | None:
+        return self.starts[-1][0] if self.starts else None
+
+    def used(self, now: int, rate: Rate) -> int:
+        """Starts in (now − period, now]."""
+        since = now - rate.period * MICROS
+        return sum(count for at, count in self.starts if since < at <= now)
+
+    def room(self, now: int, rate: Rate) -> int:
+        return max(0, rate.count - self.used(now, rate))
+
+    def frees_at(self, now: int, rate: Rate, taking: int = 0) -> int:
+        """When (microseconds) the window ending then has room for one more start, counting
+        ``taking`` more starts at ``now``: the moment enough of the oldest starts leave it."""
+        pairs = [*self.starts, (now, taking)] if taking else list(self.starts)
+        since = now - rate.period * MICROS
+        in_window = [(at, count) for at, count in pairs if at > since]
+        over = sum(count for _, count in in_window) - rate.count + 1
+        for at, count in in_window:
+            over -= count
+            if over <= 0:
+                return at + rate.period * MICROS
+        return now
+
+    def record(self, now: int, count: int) -> None:
+        if count > 0:
+            self.starts.append((now, count))

@@ -1,0 +1,184 @@
+"""The supervisor's side of flow control (``jobs.flow``): which queues a claim may take
+from, which claim takes them, and when to try again.
+
+- A paused queue is left out of every claim.
+- A queue without limits (none of its own, no limited type in it) keeps the one-statement
+  claim (``store.claim``): flow control costs it nothing.
+- A queue with limited types beside others ("mixed") keeps the one-statement claim for its
+  jobs without limit keys, and claims its keyed jobs through ``store.claim_flowed``
+  (``keyed_only``), which reads only them.
+- A queue with limits of its own is claimed through ``store.claim_flowed`` whole.
+
+What held jobs back is kept here and left out of the next claims: a key or queue at its
+concurrency limit until a slot frees (a job of that queue ended here, another worker's
+notice, or the next poll), a rate key or queue until its window has room again (the lane is
+woken then, not at the next poll). A mixed queue whose keyed claim found nothing to take is
+not asked again until a wake-up. So a worker whose due jobs are all over their limits
+waits; it does not spin.
+
+The queues' limits and pauses are read at most once per poll interval (``Controls``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from jobs import registry, store
+from jobs.flow import admission
+from jobs.flow.queues import Controls
+from jobs.store import ClaimedJob
+
+FREED = store.FREED_NOTICE
+
+
+@dataclass
+class Split:
+    """The queues of one claim, by how they are claimed."""
+
+    plain: list[str] = field(default_factory=list)  # no limits: the one-statement claim
+    mixed: list[str] = field(default_factory=list)  # limited types beside others
+    limited: list[str] = field(default_factory=list)  # limits of their own: all flowed
+    out: list[str] = field(default_factory=list)  # paused, or at a limit of their own
+
+
+@dataclass
+class Claimed:
+    """One claim's outcome for the supervisor."""
+
+    jobs: list[ClaimedJob] = field(default_factory=list)
+    short: set[str] = field(default_factory=set)  # queues with nothing more to take now
+    retry_in: float | None = None  # seconds until a rate window that held jobs back frees
+
+
+class FlowControl:
+    def __init__(self, poll_interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.controls = Controls(poll_interval)
+        self._clock = clock
+        self._limited_types: set[str] | None = None
+        self._one_at_a_time_types: set[str] = set()
+        self.full_keys: set[str] = set()
+        self.full_queues: set[str] = set()
+        self.rate_until: dict[str, float] = {}  # rate key → when its window has room
+        self.queue_until: dict[str, float] = {}  # queue → when its rate window has room
+        self.no_keyed: set[str] = set()  # mixed queues whose keyed claim came back short
+
+    # --- what the rows say -----------------------------------------------------------------
+
+    def refresh(self, *, force: bool = False) -> None:
+        """Read the queues' limits and pauses when the last read is a poll interval old."""
+        if self._limited_types is None:  # the registry is complete once the worker runs
+            self._limited_types = registry.limited_queues()
+            self._one_at_a_time_types = registry.limited_queues(concurrency=True)
+        self.controls.refresh(self._clock(), force=force)
+
+    def paused(self, queue: str) -> bool:
+        return self.controls.paused(queue)
+
+    def flowed(self, queue: str) -> bool:
+        """Is ``queue`` claimed through flow control (a limit of its own, or limited types)?"""
+        return self.controls.limited(queue) or queue in (self._limited_types or ())
+
+    def mixed(self, queue: str) -> bool:
+        """Does ``queue`` hold limited types, without limits of its own?"""
+        return not self.controls.limited(queue) and queue in (self._limited_types or ())
+
+    def one_at_a_time(self, queue: str) -> bool:
+        """Are ``queue``'s jobs held to a concurrency limit? Then a claim takes no more than
+        the idle children can start, and a child gets one job at a time: a claimed job
+        counts as running, so one waiting in a buffer would keep a slot from another worker."""
+        limits = self.controls.get(queue)
+        return (limits is not None and limits.concurrency is not None) or queue in self._one_at_a_time_types
+
+    # --- claiming ----------------------------------------------------------------------------
+
+    def split(self, queues: Iterable[str]) -> Split:
+        """``queues`` by how they are claimed: paused queues, and queues known to be at a
+        limit of their own, are left out."""
+        now = self._clock()
+        found = Split()
+        for queue in queues:
+            if self.paused(queue):
+                found.out.append(queue)
+            elif self.controls.limited(queue):
+                if queue in self.full_queues or self.queue_until.get(queue, 0.0) > now:
+                    found.out.append(queue)
+                else:
+                    found.limited.append(queue)
+            elif queue in (self._limited_types or ()):
+                found.mixed.append(queue)
+            else:
+                found.plain.append(queue)
+        return found
+
+    def claim(self, worker: str, queues: Sequence[str], limit: int, keyed_only: bool = False) -> Claimed:
+        """A flow-controlled claim of ``queues`` (``split``'s limited ones, or with
+        ``keyed_only`` the keyed jobs of its mixed ones)."""
+        now = self._clock()
+        self.rate_until = {key: at for key, at in self.rate_until.items() if at > now}
+        rules = admission.Rules(
+            queues={queue: limits for queue, limits in self.controls.queues.items() if limits.limited},
+            type_limits=registry.limits_of,
+        )
+        got = store.claim_flowed(
+            worker,
+            queues,
+            limit,
+            rules,
+            full_keys=self.full_keys,
+            waiting_keys=self.rate_until,
+            keyed_only=keyed_only,
+        )
+        self.full_keys |= got.full_keys
+        self.full_queues |= got.full_queues
+        for key, wait in got.rate_waits.items():
+            self.rate_until[key] = now + wait
+        for queue, wait in got.queue_waits.items():
+            self.queue_until[queue] = now + wait
+        short = set(queues) if len(got.jobs) < limit else set()
+        if keyed_only:
+            self.no_keyed |= short
+        return Claimed(got.jobs, short, got.frees_in)
+
+    def retry_at(self) -> float | None:
+        """When the first rate window known to hold jobs back has room again."""
+        moments = [*self.rate_until.values(), *self.queue_until.values()]
+        return min(moments) if moments else None
+
+    # --- wake-ups ----------------------------------------------------------------------------
+
+    def slots_freed(self, queues: Iterable[str] = ()) -> None:
+        """A job with a concurrency limit ended (here or, by its notice, elsewhere): every
+        key and queue at its limit may have room again, and ``queues``' keyed jobs too."""
+        self.full_keys.clear()
+        self.full_queues.clear()
+        self.no_keyed.difference_update(queues)
+
+    def polled(self) -> None:
+        """The poll: anything may have changed (a slot freed by a worker that cannot notify,
+        a keyed job whose time came)."""
+        self.slots_freed()
+        self.no_keyed.clear()
+
+    def jobs_due(self, queues: Iterable[str]) -> None:
+        """A notice of new due jobs in ``queues``: keyed ones among them, perhaps."""
+        self.no_keyed.difference_update(queues)
+
+    def expire_waits(self) -> None:
+        """Rate windows whose time came: their keys and queues may be claimed again."""
+        now = self._clock()
+        self.queue_until = {queue: at for queue, at in self.queue_until.items() if at > now}
+        self.rate_until = {key: at for key, at in self.rate_until.items() if at > now}
+        self.no_keyed.clear()
+
+
+def read_notices(payloads: Iterable[str]) -> tuple[set[str], set[str]]:
+    """A listener's notices as (queues with new due jobs, queues where a slot freed)."""
+    due, freed = set(), set()
+    for payload in payloads:
+        if payload.startswith(FREED):
+            freed.add(payload[len(FREED) :])
+        else:
+            due.add(payload)
+    return due, freed

@@ -1,0 +1,259 @@
+"""Flow control where jobs are claimed, on the real database (PostgreSQL or MariaDB): the
+concurrency of a type, of a key and of a queue counted from the rows, sliding-window rates,
+jobs over a limit left queued without using an attempt, the jobs behind a full key still
+taken, two claimers that cannot both take the last slot, and slots freed by the reaper."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from jobs import registry, set_queue_limits, store
+from jobs.drivers import driver
+from jobs.errors import InvalidPayload
+from jobs.flow import admission, queues
+from jobs.flow.rates import Window
+from jobs.models import FlowGate, Job, Status
+from tests.support.concurrency import in_thread, run_at_once
+from tests.support.database import lock_waiters
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _rules() -> admission.Rules:
+    limited = {name: found for name, found in queues.current().items() if found.limited}
+    return admission.Rules(queues=limited, type_limits=registry.limits_of)
+
+
+def _claim(worker: str, limit: int = 10, queue: str = "default", **options) -> store.FlowClaim:
+    return store.claim_flowed(worker, [queue], limit, _rules(), **options)
+
+
+def _ids(claim: store.FlowClaim) -> list[int]:
+    return [job.id for job in claim.jobs]
+
+
+def _running(type_name: str) -> int:
+    return Job.objects.filter(type=type_name, status=Status.RUNNING).count()
+
+
+# --- enqueue ---------------------------------------------------------------------------------
+
+
+def test_enqueue__stores_the_limit_keys_its_type_renders():
+    keyed = store.enqueue("test.flow_key", {"account": 7})
+    typed = store.enqueue("test.flow_type", {})
+    rated = store.enqueue("test.flow_rate_key", {"host": "example.org"})
+    unkeyed = store.enqueue("test.flow_key", {})  # no account: no per-account limit
+    plain = store.enqueue("test.noop", {})
+    assert (keyed.concurrency_key, keyed.rate_key) == ("account:7", None)
+    assert (typed.concurrency_key, typed.rate_key) == ("type:test.flow_type", None)
+    assert (rated.concurrency_key, rated.rate_key) == (None, "host:example.org")
+    assert (unkeyed.concurrency_key, plain.concurrency_key, plain.rate_key) == (None, None, None)
+    assert store.enqueue_many("test.flow_key", [{"account": 1}, {"account": 2}]) == 2
+    assert set(Job.objects.filter(concurrency_key__startswith="account:").values_list("concurrency_key", flat=True)) == {
+        "account:7",
+        "account:1",
+        "account:2",
+    }
+
+
+def test_enqueue__a_key_longer_than_its_column_is_refused_before_anything_is_written():
+    with pytest.raises(InvalidPayload, match="limit key may be at most 255"):
+        store.enqueue("test.flow_rate_key", {"host": "h" * 300})
+    assert not Job.objects.exists()
+
+
+# --- concurrency -----------------------------------------------------------------------------
+
+
+def test_claim_flowed__holds_a_type_to_its_concurrency_and_leaves_the_rest_queued_without_an_attempt():
+    ids = [store.enqueue("test.flow_type", {}).pk for _ in range(5)]
+    first = _claim("w1")
+    assert _ids(first) == ids[:2]
+    second = _claim("w2")
+    assert _ids(second) == []
+    assert second.refused >= 1 and second.full_keys == {"type:test.flow_type"}
+    waiting = Job.objects.filter(pk__in=ids[2:])
+    assert {(job.status, job.attempts, job.locked_by) for job in waiting} == {(Status.QUEUED, 0, None)}
+
+    store.complete("w1", [(ids[0], 1)])  # a slot frees when a job ends
+    assert _ids(_claim("w2")) == [ids[2]]
+    assert _running("test.flow_type") == 2
+
+
+def test_claim_flowed__a_failed_try_frees_its_slot_too():
+    ids = [store.enqueue("test.flow_type", {}).pk for _ in range(3)]
+    assert _ids(_claim("w1")) == ids[:2]
+    store.fail("w1", ids[0], 1, store.Failure("RuntimeError", "boom"))  # retried after 0.2 s
+    assert _ids(_claim("w1")) == [ids[2]]
+
+
+def test_claim_flowed__a_key_at_its_limit_does_not_hold_up_the_other_keys():
+    one = [store.enqueue("test.flow_key", {"account": 1}).pk for _ in range(3)]
+    two = [store.enqueue("test.flow_key", {"account": 2}).pk for _ in range(2)]
+    claimed = _claim("w1")
+    assert _ids(claimed) == [one[0], two[0]]  # one per account, both at once
+    assert claimed.full_keys == {"account:1", "account:2"}
+
+
+def test_claim_flowed__finds_a_free_key_behind_a_long_line_of_a_full_one():
+    store.enqueue_many("test.flow_key", [{"account": 1} for _ in range(3 * store.FLOW_SLACK)])
+    behind = store.enqueue("test.flow_key", {"account": 2})
+    assert len(_claim("w1", limit=1).jobs) == 1  # account 1's first
+    # Every candidate of the first round is account 1's: the next round leaves the key out.
+    assert _ids(_claim("w2", limit=1)) == [behind.pk]
+
+
+def test_claim_flowed__types_that_name_the_same_key_share_its_limit():
+    store.enqueue("test.flow_key", {"account": 7, "seconds": 1})
+    _claim("w1")
+    other = store.enqueue("test.flow_key_too", {"account": 7})
+    free = store.enqueue("test.flow_key_too", {"account": 8})
+    assert _ids(_claim("w2")) == [free.pk]
+    assert Job.objects.get(pk=other.pk).status == Status.QUEUED
+
+
+def test_claim_flowed__the_reaper_frees_the_slots_of_a_worker_that_died():
+    ids = [store.enqueue("test.flow_type", {}).pk for _ in range(4)]
+    assert _ids(_claim("dead")) == ids[:2]
+    assert _ids(_claim("alive")) == []
+    Job.objects.filter(pk__in=ids[:2]).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert store.reap().requeued == 2
+    assert _ids(_claim("alive")) == ids[2:]
+
+
+def test_claim_flowed__two_claimers_at_once_never_take_more_than_the_limit():
+    for _ in range(3):
+        Job.objects.all().delete()
+        store.enqueue_many("test.flow_type", [{} for _ in range(6)])
+        taken = run_at_once(lambda: _ids(_claim("a")), lambda: _ids(_claim("b")), lambda: _ids(_claim("c")))
+        assert sum(len(ids) for ids in taken) == 2
+        assert _running("test.flow_type") == 2
+
+
+def test_claim_flowed__a_claim_of_the_same_key_waits_for_the_one_in_progress_and_sees_what_it_took():
+    ids = [store.enqueue("test.flow_type", {}).pk for _ in range(4)]
+    assert _ids(_claim("warm", limit=1)) == [ids[0]]  # the key's gate exists now
+    store.complete("warm", [(ids[0], 1)])
+    holding, done = threading.Event(), threading.Event()
+
+    def claim_in_progress() -> None:
+        # What a claim holds while it decides: the key's gate, and the job it takes.
+        with transaction.atomic():
+            driver().flow_lock_gates(["type:test.flow_type"])
+            Job.objects.filter(pk__in=ids[1:3]).update(status=Status.RUNNING, locked_by="first")
+            holding.set()
+            done.wait(30)
+
+    first = in_thread(claim_in_progress)
+    holding.wait(30)
+    result: list[store.FlowClaim] = []
+    second = in_thread(lambda: result.append(_claim("second")))
+    wait_for(lock_waiters, message="the second claim to wait on the key's gate")
+    done.set()
+    first.join(30)
+    second.join(30)
+    # Without the gate the second claim would have counted no running job and taken two.
+    assert _ids(result[0]) == []
+    assert result[0].full_keys == {"type:test.flow_type"}
+
+
+# --- rates -----------------------------------------------------------------------------------
+
+
+def _age_window(key: str, seconds: float) -> None:
+    """Move every start recorded in ``key``'s window ``seconds`` into the past."""
+    gate = FlowGate.objects.get(key=key)
+    window = Window.load(gate.recent)
+    window.starts = [(at - round(seconds * 1_000_000), count) for at, count in window.starts]
+    FlowGate.objects.filter(key=key).update(recent=window.dump())
+
+
+def test_claim_flowed__a_rate_starts_at_most_its_count_in_a_window_and_says_when_it_frees():
+    ids = [store.enqueue("test.flow_rate", {}).pk for _ in range(8)]
+    assert _ids(_claim("w1")) == ids[:5]
+    held = _claim("w2")
+    assert _ids(held) == []
+    assert 0 < held.rate_waits["type:test.flow_rate"] <= 1.0
+    assert Job.objects.filter(pk__in=ids[5:], status=Status.QUEUED, attempts=0).count() == 3
+    store.complete("w1", [(job_id, 1) for job_id in ids[:5]])
+    assert _ids(_claim("w2")) == []  # finished jobs still count: a rate counts starts
+
+    _age_window("type:test.flow_rate", 0.6)
+    assert _ids(_claim("w2")) == []  # 0.6 s later: still within the second
+    _age_window("type:test.flow_rate", 0.41)
+    assert _ids(_claim("w2")) == ids[5:]
+
+
+def test_claim_flowed__a_rate_key_limits_each_key_apart():
+    hosts = ["a", "a", "a", "b", "b", "b"]
+    ids = [store.enqueue("test.flow_rate_key", {"host": host}).pk for host in hosts]
+    claimed = _claim("w1")
+    assert _ids(claimed) == [ids[0], ids[1], ids[3], ids[4]]
+    assert set(claimed.rate_waits) == {"host:a", "host:b"}
+
+
+# --- queues ----------------------------------------------------------------------------------
+
+
+def test_claim_flowed__a_queues_own_limits_hold_every_job_of_it():
+    set_queue_limits("limited", concurrency=2, rate="3/m")
+    ids = [store.enqueue("test.limited_queue", {}).pk for _ in range(5)]
+    assert _ids(_claim("w1", queue="limited")) == ids[:2]
+    assert _claim("w2", queue="limited").full_queues == {"limited"}
+    store.complete("w1", [(ids[0], 1), (ids[1], 1)])
+    assert _ids(_claim("w2", queue="limited")) == [ids[2]]  # the rate's third start
+    store.complete("w2", [(ids[2], 1)])
+    held = _claim("w2", queue="limited")
+    assert _ids(held) == [] and 0 < held.queue_waits["limited"] <= 60
+
+
+def test_queue_limits__an_operators_replace_the_settings_until_reset(settings):
+    settings.JOBS_QUEUES = {"limited": {"concurrency": 4}, "ai": {"rate": "100/m"}}
+    assert queues.current()["limited"].concurrency == 4
+    assert queues.current()["limited"].source == queues.SETTINGS
+    set_queue_limits("limited", rate="10/s")
+    found = queues.current()["limited"]
+    assert (found.concurrency, str(found.rate), found.source) == (None, "10/s", queues.OPERATOR)
+    queues.reset_limits("limited")
+    assert queues.current()["limited"].concurrency == 4
+    with pytest.raises(ValueError, match="starts per s, m or h"):
+        set_queue_limits("limited", rate="10 per second")
+    with pytest.raises(ValueError, match="whole number"):
+        set_queue_limits("limited", concurrency=0)
+    with pytest.raises(ValueError, match="not a queue name"):
+        queues.pause("no:such")
+
+
+# --- the plain claim beside it ------------------------------------------------------------------
+
+
+def test_claim__unkeyed_passes_over_the_jobs_flow_control_claims_and_keyed_only_takes_them():
+    limited = store.enqueue("test.flow_type", {}).pk
+    plain = store.enqueue("test.noop", {}).pk
+    keyed = store.enqueue("test.flow_key", {"account": 1}).pk
+    assert [job.id for job in store.claim("w1", ["default"], 10, unkeyed=True)] == [plain]
+    assert _ids(_claim("w1", keyed_only=True)) == [limited, keyed]
+
+
+def test_prune_gates__drops_idle_gates_and_the_next_claim_makes_them_again():
+    ids = [store.enqueue("test.flow_type", {}).pk for _ in range(3)]
+    assert len(_claim("w1", limit=1).jobs) == 1
+    assert FlowGate.objects.filter(key="type:test.flow_type").exists()
+    assert store.prune_gates() >= 1
+    assert not FlowGate.objects.exists()
+    assert _ids(_claim("w1")) == [ids[1]]
+    assert FlowGate.objects.filter(key="type:test.flow_type").exists()
+
+
+def test_prune_gates__keeps_a_window_with_recent_starts():
+    store.enqueue_many("test.flow_rate", [{} for _ in range(2)])
+    _claim("w1")
+    assert store.prune_gates() == 0
+    assert store.prune_gates(now=timezone.now() + timedelta(hours=2)) == 1
