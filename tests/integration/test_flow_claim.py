@@ -56,7 +56,9 @@ def test_enqueue__stores_the_limit_keys_its_type_renders():
     assert (rated.concurrency_key, rated.rate_key) == (None, "host:example.org")
     assert (unkeyed.concurrency_key, plain.concurrency_key, plain.rate_key) == (None, None, None)
     assert store.enqueue_many("test.flow_key", [{"account": 1}, {"account": 2}]) == 2
-    assert set(Job.objects.filter(concurrency_key__startswith="account:").values_list("concurrency_key", flat=True)) == {
+    assert set(
+        Job.objects.filter(concurrency_key__startswith="account:").values_list("concurrency_key", flat=True)
+    ) == {
         "account:7",
         "account:1",
         "account:2",
