@@ -21,16 +21,19 @@ The queues' limits and pauses are read at most once per poll interval (``Control
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from jobs import registry, store
 from jobs.flow import admission
-from jobs.flow.queues import Controls
+from jobs.flow.queues import Controls, QueueLimits
 from jobs.store import ClaimedJob
 
 FREED = store.FREED_NOTICE
+
+logger = logging.getLogger("jobs.worker")
 
 
 @dataclass
@@ -67,11 +70,27 @@ class FlowControl:
     # --- what the rows say -----------------------------------------------------------------
 
     def refresh(self, *, force: bool = False) -> None:
-        """Read the queues' limits and pauses when the last read is a poll interval old."""
+        """Read the queues' limits and pauses when the last read is a poll interval old;
+        what changed goes to the log."""
         if self._limited_types is None:  # the registry is complete once the worker runs
             self._limited_types = registry.limited_queues()
             self._one_at_a_time_types = registry.limited_queues(concurrency=True)
-        self.controls.refresh(self._clock(), force=force)
+        before = self.controls.queues
+        if not self.controls.refresh(self._clock(), force=force):
+            return
+        for queue, now in self.controls.queues.items():
+            was = before.get(queue, QueueLimits(queue))
+            if now.paused != was.paused:
+                logger.info(
+                    "Queue %s is %s.",
+                    queue,
+                    "paused: none of its jobs starts until it is resumed" if now.paused else "resumed",
+                )
+            if (now.concurrency, now.rate) != (was.concurrency, was.rate):
+                logger.info("Queue %s: %s (from %s).", queue, now.describe(), now.source or "nowhere")
+        for queue in set(before) - set(self.controls.queues):
+            if before[queue].paused:
+                logger.info("Queue %s is resumed.", queue)
 
     def paused(self, queue: str) -> bool:
         return self.controls.paused(queue)

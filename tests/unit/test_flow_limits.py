@@ -1,0 +1,192 @@
+"""Flow control's rules without a database: rates and their sliding window, what a type may
+declare, which candidates a claim admits, and how a worker splits and wakes its claims."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from jobs.drivers.protocol import Candidate
+from jobs.flow.admission import Rules, admit
+from jobs.flow.limits import TypeLimits
+from jobs.flow.queues import Controls, QueueLimits
+from jobs.flow.rates import Rate, Window
+from jobs.worker.flow import FlowControl, read_notices
+
+S = 1_000_000  # a second in the windows' microseconds
+
+
+# --- rates ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "count", "period"), [("60/m", 60, 60), ("5/s", 5, 1), (" 100 / h ", 100, 3600)]
+)
+def test_rate__reads_starts_per_second_minute_or_hour(text, count, period):
+    assert Rate.parse(text) == Rate(count, period)
+
+
+@pytest.mark.parametrize("text", ["60", "60/min", "0/s", "1.5/s", "-1/s", "200000/s", None, 5])
+def test_rate__refuses_anything_else(text):
+    with pytest.raises(ValueError):
+        Rate.parse(text)
+
+
+def test_window__counts_the_starts_of_the_last_period_only():
+    rate = Rate(3, 1)
+    window = Window([(0, 2), (int(0.5 * S), 1)])
+    assert window.used(int(0.9 * S), rate) == 3
+    assert window.room(int(0.9 * S), rate) == 0
+    assert window.used(S, rate) == 1  # (0, 1]: the two starts at 0 left it
+    assert window.frees_at(int(0.9 * S), rate) == S  # when the two oldest leave
+    assert Window.load(window.dump()).starts == window.starts
+
+
+def test_window__frees_when_enough_of_the_oldest_leave_counting_those_taken_now():
+    rate = Rate(2, 1)
+    window = Window([(0, 1)])
+    assert window.frees_at(int(0.2 * S), rate, taking=1) == S  # the start at 0 leaves first
+    assert Window().frees_at(0, rate, taking=2) == S  # both taken now: a second from now
+
+
+def test_window__a_garbled_row_starts_afresh():
+    assert Window.load("not json").starts == []
+    assert Window.load("").starts == []
+
+
+# --- declarations --------------------------------------------------------------------------
+
+
+def test_type_limits__renders_keys_per_payload_or_for_the_type():
+    keyed = TypeLimits.declare("t", concurrency=1, concurrency_key="repo:{repo_id}", rate="5/s")
+    assert keyed.keys("t", {"repo_id": 7}) == ("repo:7", "type:t")
+    assert keyed.keys("t", {}) == (None, "type:t")  # no field: not held to the key
+    assert TypeLimits.declare("t") is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"concurrency": 0}, "whole number from 1"),
+        ({"concurrency": True}, "whole number from 1"),
+        ({"concurrency_key": "repo:{repo_id}"}, "needs concurrency=N"),
+        ({"rate_key": "repo:{repo_id}"}, "needs rate="),
+        ({"rate": "fast"}, "like '60/m'"),
+        ({"concurrency": 1, "concurrency_key": "type:{x}"}, "may not start with type:"),
+        ({"rate": "1/s", "rate_key": "queue:{x}"}, "may not start with"),
+        ({"concurrency": 1, "concurrency_key": "{repo_id}"}, "must start with a prefix"),
+    ],
+)
+def test_type_limits__a_bad_declaration_fails_where_it_is_written(options, message):
+    with pytest.raises(ImproperlyConfigured, match=message):
+        TypeLimits.declare("t", **options)
+
+
+def test_type_limits__a_row_is_held_to_the_limits_declared_now():
+    per_type = TypeLimits.declare("t", concurrency=2)
+    assert per_type.effective("t", (None, None)) == ("type:t", None)  # enqueued before the limit
+    per_key = TypeLimits.declare("t", concurrency=1, concurrency_key="k:{id}")
+    assert per_key.effective("t", ("k:1", "type:t")) == ("k:1", None)  # the rate was dropped
+
+
+# --- admission -----------------------------------------------------------------------------
+
+
+LIMITS = {
+    "two": TypeLimits.declare("two", concurrency=2),
+    "per_key": TypeLimits.declare("per_key", concurrency=1, concurrency_key="k:{id}"),
+    "rated": TypeLimits.declare("rated", rate="3/s"),
+}
+
+
+def _rules(**queues: QueueLimits) -> Rules:
+    return Rules(queues=queues, type_limits=LIMITS.get)
+
+
+def _job(job_id: int, type_name: str, key: str | None = None, queue: str = "q") -> Candidate:
+    stored = LIMITS.get(type_name)
+    concurrency, rate = stored.keys(type_name, {"id": key}) if stored else (None, None)
+    return Candidate(job_id, type_name, queue, concurrency, rate)
+
+
+def test_admit__takes_candidates_in_claim_order_while_their_limits_have_room():
+    jobs = [_job(1, "two"), _job(2, "two"), _job(3, "two"), _job(4, "plain")]
+    decided = admit(jobs, 10, 0, _rules(), {"type:two": 1}, {}, {})
+    assert decided.admitted == [1, 4]  # one slot was free; the plain job is not held back
+    assert decided.full_keys == {"type:two"} and decided.refused == 2
+
+
+def test_admit__a_full_key_passes_to_the_next_key():
+    jobs = [_job(1, "per_key", "a"), _job(2, "per_key", "a"), _job(3, "per_key", "b")]
+    assert admit(jobs, 10, 0, _rules(), {}, {}, {}).admitted == [1, 3]
+    assert admit(jobs, 1, 0, _rules(), {}, {}, {}).admitted == [1]  # no more than wanted
+
+
+def test_admit__a_rate_records_the_starts_it_takes_and_says_when_it_frees():
+    jobs = [_job(n, "rated") for n in range(1, 6)]
+    window = Window([(-int(0.5 * S), 1)])
+    decided = admit(jobs, 10, 0, _rules(), {}, {}, {"type:rated": window})
+    assert decided.admitted == [1, 2]
+    assert decided.windows["type:rated"].starts == [(-int(0.5 * S), 1), (0, 2)]
+    assert decided.rate_waits == {"type:rated": int(0.5 * S)}  # when the old start leaves
+
+
+def test_admit__a_queues_own_limits_hold_every_job_of_it():
+    queue = QueueLimits("q", concurrency=3, rate=Rate(2, 60))
+    jobs = [_job(n, "plain") for n in range(1, 5)]
+    decided = admit(jobs, 10, 0, _rules(q=queue), {}, {"q": 0}, {})
+    assert decided.admitted == [1, 2]  # the rate's two
+    assert set(decided.queue_waits) == {"q"}
+    decided = admit(jobs, 10, 0, _rules(q=QueueLimits("q", concurrency=3)), {}, {"q": 2}, {})
+    assert decided.admitted == [1] and decided.full_queues == {"q"}
+
+
+def test_admit__rekeys_a_row_enqueued_before_its_type_had_a_limit():
+    old = Candidate(1, "two", "q", None, None)
+    assert admit([old], 1, 0, _rules(), {}, {}, {}).rekeyed == {1: ("type:two", None)}
+
+
+# --- the worker's side ---------------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _flow(queues: dict[str, QueueLimits], limited_types: set[str] = frozenset()) -> FlowControl:
+    flow = FlowControl(1.0, clock=_Clock())
+    flow.controls = Controls(1.0, read=lambda: queues)
+    flow._limited_types = set(limited_types)
+    flow._one_at_a_time_types = set(limited_types)
+    flow.controls.refresh()
+    return flow
+
+
+def test_split__paused_plain_mixed_and_limited_queues():
+    flow = _flow(
+        {"ai": QueueLimits("ai", rate=Rate(100, 60)), "mail": QueueLimits("mail", paused=True)},
+        limited_types={"default"},
+    )
+    split = flow.split(["ai", "default", "mail", "reports"])
+    assert (split.plain, split.mixed, split.limited, split.out) == (["reports"], ["default"], ["ai"], ["mail"])
+
+
+def test_split__a_queue_at_its_limit_is_left_out_until_a_slot_frees_or_its_window_does():
+    flow = _flow({"ai": QueueLimits("ai", concurrency=1), "ml": QueueLimits("ml", rate=Rate(1, 1))})
+    flow.full_queues.add("ai")
+    flow.queue_until["ml"] = flow._clock() + 0.5
+    assert flow.split(["ai", "ml"]).out == ["ai", "ml"]
+    assert flow.retry_at() == pytest.approx(100.5)
+    flow.slots_freed()
+    flow._clock.now += 0.6  # type: ignore[attr-defined]
+    flow.expire_waits()
+    assert flow.split(["ai", "ml"]).limited == ["ai", "ml"]
+    assert flow.retry_at() is None
+
+
+def test_read_notices__tells_new_jobs_from_freed_slots():
+    assert read_notices(["ai", "freed:ai", "freed:default"]) == ({"ai"}, {"ai", "default"})
