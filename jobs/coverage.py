@@ -63,6 +63,12 @@ class QueueState:
     def hint(self) -> str:
         return HINT.format(queue=self.queue)
 
+    @property
+    def paused_note(self) -> str:
+        """What a paused queue's line says instead of a warning."""
+        jobs = "job waits" if self.due == 1 else "jobs wait"
+        return f"The queue {self.queue!r} is paused: {self.due:,} due {jobs} until it is resumed."
+
 
 def queue_states(figures: metrics.Figures | None = None) -> list[QueueState]:
     """Every queue with a registered type or with jobs, by name; measured now unless given."""

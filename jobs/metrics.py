@@ -40,7 +40,7 @@ from django.utils import timezone
 from jobs import registry
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
-from jobs.models import Job, QueueControl, Status, Worker
+from jobs.models import Job, Queue, Status, Worker
 
 logger = logging.getLogger("jobs.metrics")
 
@@ -198,7 +198,7 @@ def measure(now: datetime | None = None, *, failures: bool = True) -> Figures:
             )
             failed = {row["queue"]: row["count"] for row in failed_rows}
         workers = live_worker_queues(now)
-        paused = frozenset(QueueControl.objects.filter(paused=True).values_list("queue", flat=True))
+        paused = frozenset(Queue.objects.filter(paused=True).values_list("queue", flat=True))
 
     all_queues = sorted({*queues, *due, *running, *failed})
     return Figures(

@@ -240,7 +240,7 @@ class Worker(models.Model):
 # --- flow control (``jobs.flow``) -------------------------------------------------------------
 
 
-class QueueControl(models.Model):
+class Queue(models.Model):
     """An operator's say over one queue: paused or not, and the limits that replace those
     of ``JOBS_QUEUES`` once set. Workers read these rows at most once per poll interval."""
 

@@ -175,6 +175,14 @@ def lookup(name: str) -> JobType:
     return get(name)  # raises, naming the declarations
 
 
+def lookup_or_none(name: str) -> JobType | None:
+    """``lookup``, or None for a name nothing knows (any longer)."""
+    try:
+        return lookup(name)
+    except UnknownJobType:
+        return None
+
+
 def all_types() -> list[JobType]:
     return sorted(_registry.values(), key=lambda job_type: job_type.name)
 
@@ -188,10 +196,8 @@ def names() -> list[str]:
 def limits_of(name: str) -> TypeLimits | None:
     """The flow limits of the type named ``name`` (a declared type's or a resolver's);
     None for an unlimited type, or one no longer known (its jobs are not held back)."""
-    try:
-        return lookup(name).limits
-    except UnknownJobType:
-        return None
+    found = lookup_or_none(name)
+    return found.limits if found is not None else None
 
 
 def limited_queues(*, concurrency: bool = False) -> set[str]:

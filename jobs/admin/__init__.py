@@ -15,6 +15,8 @@ also need ``platform.change_job``.
     attempt_page  the failed tries (audit)
     worker_page   the worker registry
     timer_page    the Timers page: schedules, slots, Pause, Resume, Run now (``jobs.timetable``)
+    flow_page     the flow-control page (Queues): limits and usage, Pause, Resume, the
+                  queues' limits (``jobs.flow``)
     record_page   a domain record's pages: its recent jobs, last job and job buttons
                   (``jobs.RecordJobsMixin``, ``jobs.JobButton``)
     scheduler_page django-q2's pages: schedules run only the timers, task lists out of
@@ -27,6 +29,7 @@ Other apps use the public API (``jobs.register_admin_link``, ``jobs.register_pay
 
 from jobs.admin.attempt_page import JobAttemptAdmin
 from jobs.admin.counting import status_counts
+from jobs.admin.flow_page import QueueAdmin
 from jobs.admin.job_page import REFRESH_HEADER, JobAdmin
 from jobs.admin.links import PageLink, register_link
 from jobs.admin.scheduler_page import adapt_django_q_admin
@@ -40,6 +43,7 @@ __all__ = [
     "JobAdmin",
     "JobAttemptAdmin",
     "PageLink",
+    "QueueAdmin",
     "TimerAdmin",
     "WorkerAdmin",
     "register_link",

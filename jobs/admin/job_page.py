@@ -1,8 +1,9 @@
 """The "Background jobs" page: the Job changelist, built for an operator at 2 a.m., and a
 job's own page.
 
-Above the tiles, a warning for each queue with due jobs that no live worker serves, and a
-line per queue (``jobs.coverage``), and one for each timer that missed its runs
+Above the tiles, a warning for each queue with due jobs that no live worker serves, a note
+for each paused queue with due jobs, and a line per queue (``jobs.coverage``) with its
+limits and its Pause or Resume button (``flow_page``), and one for each timer that missed its runs
 (``jobs.timetable.health``); four tiles over the newest jobs; the list refreshes
 itself in place every few seconds while anything is queued or running (see
 ``change_list.html``). Searching is by id or exact
@@ -15,6 +16,7 @@ set only the page's own filters (``filters.OwnFiltersOnlyMixin``).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,7 +35,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from jobs import coverage
-from jobs.admin import counting
+from jobs.admin import counting, flow_page
 from jobs.admin.counting import BoundedCountingMixin, Tile, status_counts
 from jobs.admin.display import (
     ERROR_TITLE_CHARS,
@@ -53,8 +55,19 @@ from jobs.admin.job_records import JobRecordsMixin
 from jobs.admin.links import registered_links
 from jobs.admin.operations import RetryCancelMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
+from jobs.flow import queues as flow_queues
+from jobs.flow.queues import QueueLimits
 from jobs.models import Job, JobAttempt, Status
 from jobs.timetable import health
+
+
+@dataclass(frozen=True)
+class QueueLine:
+    """One queue's line above the tiles: how it is served, and its limits and pause."""
+
+    state: coverage.QueueState
+    limits: QueueLimits | None
+
 
 #: The refresh asks for the same URL with this header and gets only the live parts back.
 REFRESH_HEADER = "X-Jobs-Refresh"
@@ -202,9 +215,13 @@ class JobAdmin(
             for status, counted in counts.items()
         ]
         queues = coverage.queue_states()
+        limits = flow_queues.current()
         context = {
-            "queue_states": queues,
+            "queue_lines": [QueueLine(state, limits.get(state.queue)) for state in queues],
             "unserved_queues": coverage.unserved(queues),
+            "paused_queues": [state for state in queues if state.paused and state.due],
+            "can_change_queues": flow_page.can_change(request.user),
+            "flow_url": reverse("admin:platform_queue_changelist"),
             "overdue_timers": health.overdue(health.timer_states()),
             "timers_url": reverse("admin:platform_timer_changelist"),
             "queue_url": f"{url}?status={Status.QUEUED}&queue=",

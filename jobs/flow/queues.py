@@ -1,5 +1,5 @@
 """The queues' limits and pause: what ``JOBS_QUEUES`` sets, what an operator set (a row per
-queue in ``jobs_queue``, ``QueueControl``), and the verbs that change the rows.
+queue in ``jobs_queue``, ``Queue``), and the verbs that change the rows.
 
     JOBS_QUEUES = {"ai": {"concurrency": 4, "rate": "100/m"}}
 
@@ -123,9 +123,9 @@ def in_force(
 
 def current() -> dict[str, QueueLimits]:
     """Every queue with limits or a row, read now."""
-    from jobs.models import QueueControl
+    from jobs.models import Queue
 
-    return in_force(QueueControl.objects.all(), settings_limits())
+    return in_force(Queue.objects.all(), settings_limits())
 
 
 class Controls:
@@ -168,11 +168,11 @@ class Controls:
 
 def _row(queue: str) -> Any:
     """The queue's row, locked until the caller's transaction ends (created when missing)."""
-    from jobs.models import QueueControl
+    from jobs.models import Queue
 
     check_queue_name(queue)
-    QueueControl.objects.bulk_create([QueueControl(queue=queue)], ignore_conflicts=True)
-    return QueueControl.objects.select_for_update().get(queue=queue)
+    Queue.objects.bulk_create([Queue(queue=queue)], ignore_conflicts=True)
+    return Queue.objects.select_for_update().get(queue=queue)
 
 
 def pause(queue: str) -> Any:

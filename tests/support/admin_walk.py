@@ -19,7 +19,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs.models import Timer, TimerSlot, Worker
+from jobs.models import Queue, Timer, TimerSlot, Worker
 from pipeline.models import (
     Attachment,
     EmailMessage,
@@ -148,6 +148,7 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
         timer=sweep, slot=now, outcome="failed", job=job, started_at=now, finished_at=now
     )
     rows[Timer] = sweep
+    rows[Queue] = Queue.objects.create(queue="ai", paused=True, limits_set=True, rate="100/m")
     rows[Task] = Task.objects.get(id="s" * 32)  # Success and Failure are proxies of it
     return rows
 

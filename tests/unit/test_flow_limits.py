@@ -172,7 +172,12 @@ def test_split__paused_plain_mixed_and_limited_queues():
         limited_types={"default"},
     )
     split = flow.split(["ai", "default", "mail", "reports"])
-    assert (split.plain, split.mixed, split.limited, split.out) == (["reports"], ["default"], ["ai"], ["mail"])
+    assert (split.plain, split.mixed, split.limited, split.out) == (
+        ["reports"],
+        ["default"],
+        ["ai"],
+        ["mail"],
+    )
 
 
 def test_split__a_queue_at_its_limit_is_left_out_until_a_slot_frees_or_its_window_does():
