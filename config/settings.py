@@ -300,6 +300,12 @@ MODEL_PROVIDER = env.choice("MODEL_PROVIDER", "local", ("local", "bedrock", "ope
 MODEL_TIMEOUT = env.number("MODEL_TIMEOUT", 30.0, minimum=0.1)
 MODEL_MAX_OUTPUT_TOKENS = env.integer("MODEL_MAX_OUTPUT_TOKENS", 1024, minimum=16)
 MODEL_MAX_PROMPT_CHARS = env.integer("MODEL_MAX_PROMPT_CHARS", 24_000, minimum=1000)
+# The model provider's request budget: at most this many AI jobs start a minute across the
+# whole fleet (the `ai` queue's rate, docs/flow-control.md); 0: no limit.
+MODEL_REQUESTS_PER_MINUTE = env.integer("MODEL_REQUESTS_PER_MINUTE", 0, minimum=0, maximum=100_000)
+# Flow control (docs/flow-control.md): the ai queue's jobs call the model, so the fleet starts
+# at most that many of them a minute; an operator may change it on the Queues page.
+JOBS_QUEUES = {"ai": {"rate": f"{MODEL_REQUESTS_PER_MINUTE}/m"}} if MODEL_REQUESTS_PER_MINUTE else {}
 BEDROCK_MODEL_ID = env.text("BEDROCK_MODEL_ID", "anthropic.claude-3-haiku-20240307-v1:0")
 BEDROCK_ENDPOINT_URL = env.text("BEDROCK_ENDPOINT_URL", AWS_ENDPOINT_URL)
 OPENAI_BASE_URL = env.url("OPENAI_BASE_URL", "https://api.openai.com/v1")

@@ -4,6 +4,11 @@ and the two workspace timers: declarations only (load by id, call a service).
 Queues and attempts are those of the background-jobs page; the names are stored in rows,
 so never rename one. Each type's dedupe key names its subject ("repository:7"): at most
 one job per type and subject is queued or running.
+
+Flow limits across the fleet (docs/flow-control.md): a repository is ingested by one job at
+a time; a repository's code-host syncs (pull requests, checks) share its token, so one of
+them runs at a time per repository; a tracker connection syncs once at a time. The ``ai``
+queue's rate is the model provider's (``MODEL_REQUESTS_PER_MINUTE``, config/settings.py).
 """
 
 from jobs import JobContext, job, periodic
@@ -27,9 +32,21 @@ from workspaces.webhooks import deliveries, tokens
 
 REPOSITORY = "repository:{repository_id}"
 WORKSPACE = "workspace:{workspace_id}"
+# The concurrency keys: one code-host connection (a repository's token) and one tracker
+# connection at a time.
+CODE_HOST = "codehost:{repository_id}"
+CONNECTION = "connection:{connection_id}"
 
 
-@job(job_types.INGEST_REPOSITORY, queue="ingestion", attempts=3, timeout=900, dedupe=REPOSITORY)
+@job(
+    job_types.INGEST_REPOSITORY,
+    queue="ingestion",
+    attempts=3,
+    timeout=900,
+    dedupe=REPOSITORY,
+    concurrency=1,
+    concurrency_key=REPOSITORY,
+)
 def ingest_repository(ctx: JobContext, *, repository_id: int) -> None:
     ingest.ingest_repository(repository_id, progress=ctx.progress)
 
@@ -63,12 +80,28 @@ def run_ai_workflow(
     )
 
 
-@job(job_types.SYNC_PULL_REQUESTS, queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
+@job(
+    job_types.SYNC_PULL_REQUESTS,
+    queue="default",
+    attempts=3,
+    timeout=600,
+    dedupe=REPOSITORY,
+    concurrency=1,
+    concurrency_key=CODE_HOST,
+)
 def sync_pull_requests(ctx: JobContext, *, repository_id: int) -> None:
     pull_requests.sync_pull_requests(repository_id, progress=ctx.progress)
 
 
-@job(job_types.SYNC_CHECKS, queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
+@job(
+    job_types.SYNC_CHECKS,
+    queue="default",
+    attempts=3,
+    timeout=600,
+    dedupe=REPOSITORY,
+    concurrency=1,
+    concurrency_key=CODE_HOST,
+)
 def sync_checks(ctx: JobContext, *, repository_id: int) -> None:
     pull_requests.sync_checks(repository_id, progress=ctx.progress)
 
@@ -78,7 +111,9 @@ def sync_checks(ctx: JobContext, *, repository_id: int) -> None:
     queue="default",
     attempts=3,
     timeout=600,
-    dedupe="connection:{connection_id}",
+    dedupe=CONNECTION,
+    concurrency=1,
+    concurrency_key=CONNECTION,
 )
 def sync_work_connection(ctx: JobContext, *, connection_id: int) -> None:
     work_items.sync_connection(connection_id, progress=ctx.progress)

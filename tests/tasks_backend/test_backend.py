@@ -22,6 +22,7 @@ from jobs.backends import JobsBackend
 from jobs.context import JobContext
 from jobs.django_tasks import types
 from jobs.django_tasks.backend import DEFAULT_POLICY
+from jobs.flow import admission
 from jobs.models import Job, Priority, Status
 from jobs.registry import DEFAULT_BACKOFF, DEFAULT_BACKOFF_CAP
 from jobs.store import Failure
@@ -95,6 +96,35 @@ def test_settings__defaults_are_the_engines_and_a_task_overrides_them():
     )
     other = configured.job_type(tasks.nothing)
     assert (other.attempts, other.backoff, other.timeout) == (5, DEFAULT_BACKOFF, None)
+
+
+def test_settings__a_task_may_have_flow_limits_keyed_by_its_keyword_arguments():
+    limits = {"concurrency": 1, "concurrency_key": "sum:{a}", "rate": "10/s"}
+    configured = backend(QUEUES=["default", "mail"], OPTIONS={"tasks": {ADD: limits}})
+    found = configured.job_type(tasks.add).limits
+    assert found is not None and (found.concurrency, str(found.rate)) == (1, "10/s")
+    assert configured.job_type(tasks.nothing).limits is None
+    assert configured.limited_queues() == {"default", "mail"}  # a task's queue is its declaration's
+    with pytest.raises(InvalidTaskBackend, match="concurrency_key needs concurrency=N"):
+        backend(OPTIONS={"tasks": {ADD: {"concurrency_key": "sum:{a}"}}})
+    with pytest.raises(InvalidTaskBackend, match="unknown option 'limit'.*'concurrency'"):
+        backend(OPTIONS={"tasks": {ADD: {"limit": 1}}})
+    with pytest.raises(InvalidTaskBackend, match="must read like '60/m'"):
+        backend(OPTIONS={"tasks": {ADD: {"rate": "ten"}}})
+
+
+def test_enqueue__a_limited_task_stores_its_keys_and_runs_under_its_limit():
+    options = {"tasks": {ADD: {"concurrency": 1, "concurrency_key": "sum:{a}"}}}
+    with override_settings(TASKS={"default": {"BACKEND": "jobs.backends.JobsBackend", "OPTIONS": options}}):
+        first, twin, other = (tasks.add.enqueue(a=a, b=b) for a, b in ((1, 2), (1, 3), (2, 2)))
+        unkeyed = tasks.add.enqueue(1, 2)  # positional: no keyword argument names the key
+        assert Job.objects.get(pk=first.id).concurrency_key == "sum:1"
+        assert Job.objects.get(pk=unkeyed.id).concurrency_key is None
+        rules = admission.Rules(queues={}, type_limits=registry.limits_of)
+        claimed = store.claim_flowed("w", ["default"], 10, rules, keyed_only=True)
+        assert [job.id for job in claimed.jobs] == [int(first.id), int(other.id)]
+        assert claimed.full_keys == {"sum:1"}
+        assert Job.objects.get(pk=twin.id).status == Status.QUEUED
 
 
 def test_settings__workers_serve_the_backends_queues_by_default():

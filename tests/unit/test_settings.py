@@ -433,3 +433,11 @@ def test_mariadb__a_mysql_url_selects_mysqlclient_with_utf8mb4_read_committed_an
     # Django's warnings about partial indexes are silenced only where migrations replace them.
     assert "models.W037" in found["SILENCED_SYSTEM_CHECKS"]  # type: ignore[operator]
     assert "models.W037" not in _settings(monkeypatch, DEBUG="true").get("SILENCED_SYSTEM_CHECKS", [])  # type: ignore[operator]
+
+
+def test_model_requests_per_minute__is_the_ai_queues_rate_across_the_fleet(monkeypatch):
+    assert _settings(monkeypatch, DEBUG="true")["JOBS_QUEUES"] == {}  # 0 (the default): no limit
+    found = _settings(monkeypatch, DEBUG="true", MODEL_REQUESTS_PER_MINUTE="120")
+    assert found["JOBS_QUEUES"] == {"ai": {"rate": "120/m"}}
+    with pytest.raises(ImproperlyConfigured, match="MODEL_REQUESTS_PER_MINUTE must be at most 100000"):
+        _settings(monkeypatch, DEBUG="true", MODEL_REQUESTS_PER_MINUTE="1000000")
