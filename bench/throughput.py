@@ -6,6 +6,7 @@
     .venv/bin/python -m bench.throughput --only recovery # back to work after a database outage
     .venv/bin/python -m bench.throughput --only atomic   # atomic jobs beside plain ones
     .venv/bin/python -m bench.throughput --only kill     # writes applied twice under kill -9
+    .venv/bin/python -m bench.throughput --only limits   # drains under flow limits (rate, concurrency)
     .venv/bin/python -m bench.throughput --scale         # + drain with 1M finished, 100k queued
     .venv/bin/python -m bench.throughput --memory        # + 100,000 jobs through one worker
 
@@ -26,10 +27,34 @@ import statistics
 from bench.lib import project
 from bench.lib.stats import percentile, summary
 
-PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery", "plan"]
-DEFAULT_PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery"]
-# On MariaDB (--database mysql://…): the drain, wake-up and enqueue figures, and the claim's plan.
-MARIADB_PARTS = ["enqueue", "bulk", "drain", "latency", "plan"]
+PARTS = [
+    "enqueue",
+    "bulk",
+    "drain",
+    "atomic",
+    "kill",
+    "latency",
+    "idle",
+    "fairness",
+    "recovery",
+    "plan",
+    "limits",
+]
+DEFAULT_PARTS = [
+    "enqueue",
+    "bulk",
+    "drain",
+    "atomic",
+    "kill",
+    "latency",
+    "idle",
+    "fairness",
+    "recovery",
+    "limits",
+]
+# On MariaDB (--database mysql://…): the drain, wake-up and enqueue figures, the claim's plan,
+# and the drains under flow limits.
+MARIADB_PARTS = ["enqueue", "bulk", "drain", "latency", "plan", "limits"]
 
 
 def main() -> None:
@@ -42,6 +67,7 @@ def main() -> None:
         "--atomic-jobs", type=int, default=5_000, help="jobs per drain run of the plain/atomic pairs"
     )
     parser.add_argument("--workers", type=int, default=2, help="runworker processes (one per core)")
+    parser.add_argument("--limit-jobs", type=int, default=5_000, help="jobs per drain run of the limits case")
     parser.add_argument("--only", action="append", choices=PARTS)
     parser.add_argument("--scale", action="store_true", help="also drain with 1M finished + 100k queued rows")
     parser.add_argument("--memory", action="store_true", help="also run 100,000 jobs through one worker")
@@ -120,6 +146,30 @@ def main() -> None:
     if "recovery" in wanted:
         seconds = [engine.recovery(3000, args.workers) for _ in range(args.runs)]
         print("back to work after a 1 s database outage: " + summary(seconds, "s", 2))
+    if "limits" in wanted:
+        # Flow control (docs/flow-control.md). Each pair in one sitting: the ratio is the figure.
+        count = args.limit_jobs
+        plain = [engine.drain(count, args.workers) for _ in range(args.runs)]
+        declared = [
+            engine.drain(count, args.workers, type_name=engine.NOOP_LIMITED) for _ in range(args.runs)
+        ]
+        print(f"drain {count:,} no-ops, no limits:       " + summary(plain, "jobs/s"))
+        print(f"drain {count:,} no-ops, limits not reached: " + summary(declared, "jobs/s"))
+        print(f"  declared / none: {statistics.median(declared) / statistics.median(plain):.2f}")
+        rated = [engine.rated_drain(count, args.workers) for _ in range(args.runs)]
+        print(
+            f"drain {count:,} no-ops at 1,000/s: sustained "
+            + summary([rate for rate, _ in rated], "starts/s")
+            + f"; most in any second {max(most for _, most in rated):,}"
+        )
+        held = [engine.limited_drain(800, args.workers, 8, 0.02) for _ in range(args.runs)]
+        print(
+            "drain 800 jobs of 20 ms, concurrency 8, 2×8 slots: mean running "
+            + summary([mean for mean, _, _ in held], "", 2)
+            + "; at the limit "
+            + summary([share * 100 for _, share, _ in held], "% of samples", 1)
+            + f"; most {max(most for _, _, most in held)}"
+        )
     if "plan" in wanted or args.scale:
         engine.reset()
         fill.history(1_000_000, 100_000)

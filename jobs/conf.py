@@ -52,7 +52,7 @@ def _queue_limits(value: Any) -> str | None:
     from jobs.flow.queues import settings_problem
 
     problem = settings_problem()
-    return f"is wrong: {problem}" if problem else None
+    return f"is wrong: {problem.rstrip('.')}" if problem else None
 
 
 @dataclass(frozen=True)

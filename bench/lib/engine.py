@@ -30,7 +30,7 @@ WRITE = "test.write"  # inserts one row (committed on its own, then acknowledged
 WRITE_ATOMIC = "test.write_atomic"  # inserts one row in a transaction with its completion
 
 
-TABLES = ("jobs_job", "jobs_attempt", "jobs_worker", "testjobs_execution")
+TABLES = ("jobs_job", "jobs_attempt", "jobs_worker", "testjobs_execution", "jobs_flow_gate")
 
 
 def on_mariadb() -> bool:
@@ -405,3 +405,56 @@ def kill_run(each: int, workers: int, kills: int) -> tuple[int, int, int]:
         twice = dict(cursor.fetchall())
     interrupted = scalar("SELECT count(*) FROM jobs_job WHERE type = %s AND attempts > 1", [WRITE_ATOMIC])
     return twice.get(WRITE, 0), twice.get(WRITE_ATOMIC, 0), interrupted
+
+
+# --- flow control (docs/flow-control.md) --------------------------------------------------------
+
+NOOP_RATED = "test.noop_rated"  # at most 1,000 starts in any second
+PAUSE_LIMITED = "test.pause_limited"  # at most 8 running at once
+NOOP_LIMITED = "test.noop_limited"  # limits declared that no drain reaches
+
+
+def rated_drain(count: int, workers: int, rate: int = 1000) -> tuple[float, int]:
+    """A drain of ``count`` no-ops under a rate of ``rate`` starts a second: the sustained
+    rate (starts after the first full window, over their span: the first window may start
+    ``rate`` jobs at once, which says nothing of the rate held) and the most starts seen in
+    any one-second window, both from the rows' start times (the database's clock)."""
+    drain(count, workers, type_name=NOOP_RATED)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT started_at FROM jobs_job WHERE type = %s ORDER BY started_at", [NOOP_RATED])
+        starts = [row[0].timestamp() for row in cursor.fetchall()]
+    after = [start for start in starts if start >= starts[0] + 1.0]
+    sustained = (len(after) - 1) / (after[-1] - after[0]) if len(after) > 1 else 0.0
+    most, low = 0, 0
+    for high, start in enumerate(starts):  # the starts in [start − 1 s, start]
+        while starts[low] <= start - 1.0:
+            low += 1
+        most = max(most, high - low + 1)
+    return sustained, most
+
+
+def limited_drain(
+    count: int, workers: int, slots: int, seconds: float, limit: int = 8
+) -> tuple[float, float, int]:
+    """A drain of ``count`` jobs of ``seconds`` each under a concurrency of ``limit``, on
+    ``workers`` processes of ``slots`` slots each: the running jobs sampled every 5 ms
+    from the first start to the last start (while jobs were due), as (the mean running,
+    the share of samples at the limit, the most seen)."""
+    reset()
+    pool = Workers(workers, "--queue", f"default:{slots}")
+    samples: list[int] = []
+    try:
+        with transaction.atomic():
+            jobs.enqueue_many(PAUSE_LIMITED, ({"seconds": seconds} for _ in range(count)))
+        wait_until(
+            lambda: scalar("SELECT count(*) FROM jobs_job WHERE status = 'running'") > 0, 60, "a start"
+        )
+        while scalar("SELECT count(*) FROM jobs_job WHERE status = 'queued'"):
+            samples.append(scalar("SELECT count(*) FROM jobs_job WHERE status = 'running'"))
+            time.sleep(0.005)  # the sampling period, not a wait for something
+        wait_until(
+            lambda: not scalar("SELECT count(*) FROM jobs_job WHERE status = 'running'"), 120, "the end"
+        )
+    finally:
+        pool.stop()
+    return sum(samples) / len(samples), sum(1 for s in samples if s == limit) / len(samples), max(samples)

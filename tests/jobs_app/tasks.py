@@ -251,6 +251,26 @@ def on_limited_queue(ctx: JobContext, *, seconds: float = 0.0, gate: str = "") -
     _held(ctx, seconds, gate)
 
 
+# The benchmark's limits case (bench/throughput.py --only limits): no-ops under a rate of
+# 1,000 starts a second; jobs of a given length under a concurrency of 8; no-ops with limits
+# declared that a drain never reaches (what declaring costs the claim).
+@job("test.noop_rated", queue="default", rate="1000/s")
+def noop_rated(ctx: JobContext, **payload) -> None:
+    """Does nothing, at most 1,000 starts in any second."""
+
+
+@job("test.pause_limited", queue="default", concurrency=8)
+def pause_limited(ctx: JobContext, *, seconds: float = 0.0) -> None:
+    """Waits, at most eight at once across the fleet."""
+    if seconds:
+        time.sleep(seconds)
+
+
+@job("test.noop_limited", queue="default", concurrency=100_000, rate="100000/s")
+def noop_limited(ctx: JobContext, **payload) -> None:
+    """Does nothing, under limits no drain reaches."""
+
+
 # --- timers of the timer tests: installed paused, resumed by the test that uses one --------
 
 

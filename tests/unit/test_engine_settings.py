@@ -19,6 +19,7 @@ from tests.support.paths import ROOT
 
 # Set by this platform's settings whatever the environment says (its own choices).
 CHOSEN_BY_THIS_PLATFORM = {
+    "JOBS_QUEUES",
     "JOBS_DATABASE_POOL_MODE",
     "JOBS_PREPARED_STATEMENTS",
     "JOBS_WORKER_ASYNC_COMMIT",
@@ -132,6 +133,26 @@ def test_checks__pass_this_projects_settings():
         (
             {"JOBS_DATABASE_POOL_MODE": "statement"},
             "Setting JOBS_DATABASE_POOL_MODE must be one of session, transaction.",
+        ),
+        ({"JOBS_QUEUES": ["ai"]}, "Setting JOBS_QUEUES must be a dict, got list."),
+        (
+            {"JOBS_QUEUES": {"ai": {"rate": "fast"}}},
+            "Setting JOBS_QUEUES is wrong: JOBS_QUEUES['ai']['rate'] must read like '60/m' "
+            "(starts per s, m or h), got 'fast'.",
+        ),
+        (
+            {"JOBS_QUEUES": {"ai": {"slots": 2}}},
+            "Setting JOBS_QUEUES is wrong: JOBS_QUEUES['ai']: unknown option 'slots'; use ('concurrency', 'rate').",
+        ),
+        (
+            {"JOBS_QUEUES": {"ai": {"concurrency": 0}}},
+            "Setting JOBS_QUEUES is wrong: JOBS_QUEUES['ai']['concurrency'] must be a whole number "
+            "from 1 to 100,000, got 0.",
+        ),
+        (
+            {"JOBS_QUEUES": {"a:b": {}}},
+            "Setting JOBS_QUEUES is wrong: JOBS_QUEUES: 'a:b' is not a queue name (1 to 50 characters, "
+            "without ':', ',' or spaces).",
         ),
         (
             {"JOBS_METRICS_ALLOWED_IPS": ["10.0.0.0/8", "intranet"]},
