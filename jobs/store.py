@@ -387,7 +387,11 @@ def _flow_round(
         decided = admission.admit(candidates, want, running.now, rules, running.keys, running.queues, windows)
         taken: list[ClaimedJob] = []
         if decided.admitted:
-            taken = driver().flow_mark_claimed(worker, decided.admitted, moment(running.now), decided.rekeyed)
+            claimed = driver().flow_mark_claimed(
+                worker, decided.admitted, moment(running.now), decided.rekeyed
+            )
+            held = {c.id for c in candidates if rules.holds_a_slot(c)}
+            taken = [job._replace(held=True) if job.id in held else job for job in claimed]
         if decided.windows:
             driver().flow_save_gates({key: window.dump() for key, window in decided.windows.items()})
     return taken, decided, len(candidates) < asked

@@ -69,9 +69,7 @@ class QueueAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return can_change(request.user)
 
-    def save_model(
-        self, request: HttpRequest, obj: Queue, form: forms.ModelForm, change: bool
-    ) -> None:
+    def save_model(self, request: HttpRequest, obj: Queue, form: forms.ModelForm, change: bool) -> None:
         """Through ``jobs.flow.queues``, one verb per change (Django's admin logs the form)."""
         if "paused" in form.changed_data:
             (queues.pause if obj.paused else queues.resume)(obj.queue)
@@ -137,9 +135,7 @@ class QueueAdmin(ViewJobsPermissionMixin, admin.ModelAdmin):
 
         return self._act(request, queue, save)
 
-    def _act(
-        self, request: HttpRequest, queue: str, act: Callable[[], tuple[Queue, str]]
-    ) -> HttpResponse:
+    def _act(self, request: HttpRequest, queue: str, act: Callable[[], tuple[Queue, str]]) -> HttpResponse:
         if not can_change(request.user):
             raise PermissionDenied
         if queue not in _known_queues():

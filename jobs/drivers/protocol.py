@@ -34,6 +34,10 @@ class ClaimedJob(NamedTuple):
     attempt: int
     max_attempts: int
     queue: str  # the row's, which a lane's fair share counts by
+    # Held to a concurrency limit (``jobs.flow``): from its claim it takes a slot another
+    # worker cannot have, so it is not prefetched, goes to a child alone, and its end wakes
+    # the workers waiting for the slot.
+    held: bool = False
 
 
 @dataclass(frozen=True)

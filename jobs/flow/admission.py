@@ -37,6 +37,11 @@ class Rules:
             return None, None
         return limits.effective(candidate.type, (candidate.concurrency_key, candidate.rate_key))
 
+    def holds_a_slot(self, candidate: Candidate) -> bool:
+        """Is the candidate held to a concurrency limit (its queue's, its type's or key's)?"""
+        queue = self.queues.get(candidate.queue)
+        return (queue is not None and queue.concurrency is not None) or self.keys(candidate)[0] is not None
+
     def gates(self, candidates: Iterable[Candidate]) -> set[str]:
         """Every gate a claim of these candidates locks: each limited queue's and each key's."""
         found: set[str] = set()

@@ -72,9 +72,6 @@ class FlowControl:
     def refresh(self, *, force: bool = False) -> None:
         """Read the queues' limits and pauses when the last read is a poll interval old;
         what changed goes to the log."""
-        if self._limited_types is None:  # the registry is complete once the worker runs
-            self._limited_types = registry.limited_queues()
-            self._one_at_a_time_types = registry.limited_queues(concurrency=True)
         before = self.controls.queues
         if not self.controls.refresh(self._clock(), force=force):
             return
@@ -92,23 +89,34 @@ class FlowControl:
             if before[queue].paused:
                 logger.info("Queue %s is resumed.", queue)
 
+    @property
+    def limited_types(self) -> set[str]:
+        """The queues that hold types with limits (read from the registry once: it is
+        complete by the time a worker claims)."""
+        if self._limited_types is None:
+            self._limited_types = registry.limited_queues()
+            self._one_at_a_time_types = registry.limited_queues(concurrency=True)
+        return self._limited_types
+
     def paused(self, queue: str) -> bool:
         return self.controls.paused(queue)
 
     def flowed(self, queue: str) -> bool:
         """Is ``queue`` claimed through flow control (a limit of its own, or limited types)?"""
-        return self.controls.limited(queue) or queue in (self._limited_types or ())
+        return self.controls.limited(queue) or queue in self.limited_types
 
     def mixed(self, queue: str) -> bool:
         """Does ``queue`` hold limited types, without limits of its own?"""
-        return not self.controls.limited(queue) and queue in (self._limited_types or ())
+        return not self.controls.limited(queue) and queue in self.limited_types
 
     def one_at_a_time(self, queue: str) -> bool:
         """Are ``queue``'s jobs held to a concurrency limit? Then a claim takes no more than
         the idle children can start, and a child gets one job at a time: a claimed job
         counts as running, so one waiting in a buffer would keep a slot from another worker."""
         limits = self.controls.get(queue)
-        return (limits is not None and limits.concurrency is not None) or queue in self._one_at_a_time_types
+        return (
+            limits is not None and limits.concurrency is not None
+        ) or queue in self.limited_types & self._one_at_a_time_types
 
     # --- claiming ----------------------------------------------------------------------------
 
@@ -125,7 +133,7 @@ class FlowControl:
                     found.out.append(queue)
                 else:
                     found.limited.append(queue)
-            elif queue in (self._limited_types or ()):
+            elif queue in self.limited_types:
                 found.mixed.append(queue)
             else:
                 found.plain.append(queue)

@@ -21,7 +21,6 @@ import os
 import signal
 import time
 from collections import Counter, deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jobs.store import ClaimedJob
@@ -65,7 +64,7 @@ class Child:
     def start(self, batch: list[ClaimedJob]) -> None:
         self.state[CURRENT] = 0
         self.state[STARTED] = time.monotonic()
-        messages.send(self.conn, RunBatch(batch))
+        messages.send(self.conn, RunBatch([job[:6] for job in batch]))  # the child's fields
         self.batch, self.settled, self.returned, self.sent_at = batch, set(), {}, self.state[STARTED]
 
     def receive(self) -> FromChild:
@@ -189,30 +188,24 @@ class Lane:
         """A claim of ``queues`` got fewer jobs than it asked for: none of them has more due."""
         self.pending.difference_update(queues)
 
-    def next_batch(self, size: int, single: Callable[[str], bool] | None = None) -> list[ClaimedJob]:
+    def next_batch(self, size: int) -> list[ClaimedJob]:
         """Up to ``size`` buffered jobs for an idle child, in claim order: with a share, of
-        the first queue that is below it, and of that queue only. A queue for which
-        ``single`` says so (jobs held to a concurrency limit) goes one job at a time."""
+        the first queue that is below it, and of that queue only. A job held to a
+        concurrency limit (``ClaimedJob.held``) goes alone."""
         share = self.share
         if share is None:
-            if self.buffer and single is not None and single(self.buffer[0].queue):
-                size = 1
-            elif single is not None:
-                plain = 0  # jobs before the first one that goes alone
-                while plain < min(size, len(self.buffer)) and not single(self.buffer[plain].queue):
-                    plain += 1
-                size = max(1, plain)
-            return [self.buffer.popleft() for _ in range(min(size, len(self.buffer)))]
+            alone = 0  # the jobs before the first one held to a limit, or that one alone
+            while alone < min(size, len(self.buffer)) and not self.buffer[alone].held:
+                alone += 1
+            return [self.buffer.popleft() for _ in range(min(max(1, alone), len(self.buffer)))]
         running = self.running()
         queue = next((job.queue for job in self.buffer if running[job.queue] < share), None)
         if queue is None:
             return []
-        if single is not None and single(queue):
-            size = 1
         batch: list[ClaimedJob] = []
         kept: deque[ClaimedJob] = deque()
         for job in self.buffer:
-            if len(batch) < size and job.queue == queue:
+            if len(batch) < size and job.queue == queue and not (batch and (job.held or batch[0].held)):
                 batch.append(job)
             else:
                 kept.append(job)

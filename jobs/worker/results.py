@@ -65,8 +65,9 @@ class ResultBuffer:
         self._failures: list[tuple[int, int, Failure]] = []
         self._releases: list[tuple[int, int, str]] = []  # (job id, attempt, message for the row)
         self._reschedules: list[tuple[int, int, datetime, str]] = []  # (job id, attempt, run at, reason)
-        # The queues of the jobs whose outcome is buffered, and of those written since the
-        # supervisor last asked (``ended_queues``): their slots are free in the database.
+        # The queues of the jobs held to a concurrency limit whose outcome is buffered, and of
+        # those written since the supervisor last asked (``ended_queues``): their slots are
+        # free in the database once it is written.
         self._queues: set[str] = set()
         self._ended: set[str] = set()
 
@@ -83,7 +84,7 @@ class ResultBuffer:
 
     def ack(self, job: ClaimedJob, result: str | None = None) -> None:
         """The job succeeded (and returned ``result``, JSON text, if it keeps one)."""
-        self._queues.add(job.queue)
+        self._held(job)
         if not self._acks and not self._returned:
             self._oldest_ack = self._clock()
         if result is None:
@@ -93,23 +94,28 @@ class ResultBuffer:
 
     def fail(self, job: ClaimedJob, failure: Failure) -> None:
         """The try failed: the store retries it later or fails it for good."""
-        self._queues.add(job.queue)
+        self._held(job)
         self._failures.append((job.id, job.attempt, failure))
 
     def release(self, job: ClaimedJob, message: str = "") -> None:
         """Hand the job back as queued without using up its attempt (never started, or
         cut off at shutdown); ``message`` says so on its row."""
-        self._queues.add(job.queue)
+        self._held(job)
         self._releases.append((job.id, job.attempt, message))
 
     def reschedule(self, job: ClaimedJob, at: datetime, reason: str) -> None:
         """Not a failure: the job runs again at ``at``, its attempt given back."""
-        self._queues.add(job.queue)
+        self._held(job)
         self._reschedules.append((job.id, job.attempt, at, reason))
 
     def settled(self, job: ClaimedJob) -> None:
         """The job wrote its own outcome (an atomic job, in its child): its slot is free."""
-        self._ended.add(job.queue)
+        if job.held:
+            self._ended.add(job.queue)
+
+    def _held(self, job: ClaimedJob) -> None:
+        if job.held:  # a job held to a concurrency limit: its slot frees once this is written
+            self._queues.add(job.queue)
 
     def ended_queues(self) -> set[str]:
         """The queues of the jobs whose outcome was written since the last call."""

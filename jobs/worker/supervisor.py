@@ -323,7 +323,7 @@ class Supervisor:
             ):
                 self._claim(lane, size)
             for child in idle:
-                batch = lane.next_batch(size, single=self.flow.one_at_a_time)
+                batch = lane.next_batch(size)
                 if not batch:
                     break
                 self._start(child, batch)
@@ -397,7 +397,7 @@ class Supervisor:
         """Jobs held to a concurrency limit ended and their outcome is written: their slots
         are free. Claim again here at once, and tell the other workers (a notice where the
         database has them; elsewhere they find out at their next poll)."""
-        ended = [queue for queue in self.results.ended_queues() if self.flow.one_at_a_time(queue)]
+        ended = sorted(self.results.ended_queues())
         if not ended:
             return
         self.flow.slots_freed(ended)

@@ -195,3 +195,20 @@ def test_split__a_queue_at_its_limit_is_left_out_until_a_slot_frees_or_its_windo
 
 def test_read_notices__tells_new_jobs_from_freed_slots():
     assert read_notices(["ai", "freed:ai", "freed:default"]) == ({"ai"}, {"ai", "default"})
+
+
+def test_next_batch__a_job_held_to_a_concurrency_limit_goes_to_a_child_alone():
+    from collections import deque
+
+    from jobs.store import ClaimedJob
+    from jobs.worker.pool import Lane
+
+    def job(job_id: int, held: bool = False, queue: str = "default") -> ClaimedJob:
+        return ClaimedJob(job_id, "t", "{}", 1, 3, queue, held)
+
+    lane = Lane(queues=["default"], slots=1)
+    lane.buffer = deque([job(1), job(2), job(3, held=True), job(4, held=True), job(5)])
+    assert [[j.id for j in lane.next_batch(8)] for _ in range(4)] == [[1, 2], [3], [4], [5]]
+    shared = Lane(queues=["default", "ai"], slots=3)  # a fair share: one queue per batch
+    shared.buffer = deque([job(1, held=True), job(2, held=True), job(3)])
+    assert [[j.id for j in shared.next_batch(8)] for _ in range(2)] == [[1], [2]]
