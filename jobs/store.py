@@ -268,6 +268,7 @@ class FlowClaim:
 
     jobs: list[ClaimedJob] = field(default_factory=list)
     refused: int = 0  # due jobs passed over for a limit
+    deferred: int = 0  # due jobs near a concurrency limit passed over for want of an idle child
     full_keys: set[str] = field(default_factory=set)
     full_queues: set[str] = field(default_factory=set)
     rate_waits: dict[str, float] = field(default_factory=dict)
@@ -295,6 +296,7 @@ def claim_flowed(
     full_keys: Iterable[str] = (),
     waiting_keys: Iterable[str] = (),
     keyed_only: bool = False,
+    idle: int | None = None,
 ) -> FlowClaim:
     """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order, each
     only while every limit it counts against has room: its queue's, its type's or key's
@@ -302,7 +304,9 @@ def claim_flowed(
     attempt used) and the jobs behind it are still taken. ``full_keys`` and
     ``waiting_keys`` (concurrency and rate keys known to be at their limit) are left out.
     ``keyed_only``: only the jobs that carry limit keys (the queues have no limits of
-    their own; their other jobs are ``claim(..., unkeyed=True)``'s).
+    their own; their other jobs are ``claim(..., unkeyed=True)``'s). ``idle``: the worker's
+    idle children, the most jobs near a concurrency limit it takes (``admission.admit``:
+    those go to a child alone, ``ClaimedJob.held``).
 
     Each round is one short transaction: lock candidates (``SKIP LOCKED``), lock their
     keys' gates (claims of the same keys wait for each other here, for this transaction
@@ -315,8 +319,9 @@ def claim_flowed(
     while rounds < FLOW_ROUNDS and open_queues and len(result.jobs) < limit:
         rounds += 1
         try:
+            alone = None if idle is None else idle - sum(job.held for job in result.jobs)
             taken, decided, exhausted = _flow_round(
-                worker, open_queues, limit - len(result.jobs), rules, full, waiting, keyed_only
+                worker, open_queues, limit - len(result.jobs), rules, full, waiting, keyed_only, alone
             )
         except _GatesMissing as missing:
             driver().flow_add_gates(sorted(missing.keys))
@@ -328,6 +333,7 @@ def claim_flowed(
         if decided is None:
             break
         result.refused += decided.refused
+        result.deferred += decided.deferred
         result.full_keys |= decided.full_keys
         result.full_queues |= decided.full_queues
         now = decided.now
@@ -353,27 +359,20 @@ def _flow_round(
     full: set[str],
     waiting: set[str],
     keyed_only: bool,
+    idle: int | None,
 ) -> tuple[list[ClaimedJob], admission.Admission | None, bool]:
     """One transaction of ``claim_flowed``: the jobs taken, what was decided (None when
     nothing was due), and whether every due job of ``queues`` was a candidate."""
     asked = want + FLOW_SLACK
-    with transaction.atomic():
+    with driver().flow_transaction() as round_:
         # Locks the candidates (SKIP LOCKED: claimers split them) until this transaction
         # ends; those not taken are queued as they were when it does.
-        candidates = driver().flow_candidates(
-            queues, asked, sorted(full), sorted(waiting), keyed_only=keyed_only
-        )
+        candidates = round_.candidates(queues, asked, sorted(full), sorted(waiting), keyed_only=keyed_only)
         if not candidates:
             return [], None, True
         gates = rules.gates(candidates)
         if gates - _known_gates:
-            raise _GatesMissing(gates - _known_gates)  # rolls back: nothing was changed
-        # Waits for another claim of the same keys to commit, then holds them: nobody else
-        # takes their slots until this transaction ends, a few milliseconds from now.
-        recent = driver().flow_lock_gates(sorted(gates)) if gates else {}
-        if len(recent) < len(gates):  # a sweep pruned some since this process made them
-            _known_gates.difference_update(gates)
-            raise _GatesMissing(gates - set(recent))
+            raise _GatesMissing(gates - _known_gates)  # ends the round: nothing was changed
         keys = sorted({key for candidate in candidates if (key := rules.keys(candidate)[0]) is not None})
         counted = sorted(
             {
@@ -382,18 +381,32 @@ def _flow_round(
                 if (q := rules.queues.get(c.queue)) is not None and q.concurrency is not None
             }
         )
-        running = driver().flow_running(keys, counted)
+        # Waits for another claim of the same keys to commit, then holds them: nobody else
+        # takes their slots until this transaction ends, a few milliseconds from now.
+        recent, running = round_.lock_and_count(sorted(gates), keys, counted) if gates else ({}, None)
+        if len(recent) < len(gates):  # a sweep pruned some since this process made them
+            _known_gates.difference_update(gates)
+            raise _GatesMissing(gates - set(recent))
+        now = running.now if running is not None else micros(timezone.now())
         windows = {key: Window.load(text) for key, text in recent.items()}
-        decided = admission.admit(candidates, want, running.now, rules, running.keys, running.queues, windows)
-        taken: list[ClaimedJob] = []
-        if decided.admitted:
-            claimed = driver().flow_mark_claimed(
-                worker, decided.admitted, moment(running.now), decided.rekeyed
-            )
-            held = {c.id for c in candidates if rules.holds_a_slot(c)}
-            taken = [job._replace(held=True) if job.id in held else job for job in claimed]
-        if decided.windows:
-            driver().flow_save_gates({key: window.dump() for key, window in decided.windows.items()})
+        decided = admission.admit(
+            candidates,
+            want,
+            now,
+            rules,
+            running.keys if running else {},
+            running.queues if running else {},
+            windows,
+            idle,
+        )
+        claimed = round_.finish(
+            worker,
+            decided.admitted,
+            moment(now) if running is not None else None,
+            decided.rekeyed,
+            {key: window.dump() for key, window in decided.windows.items()},
+        )
+        taken = [job._replace(held=True) if job.id in decided.alone else job for job in claimed]
     return taken, decided, len(candidates) < asked
 
 

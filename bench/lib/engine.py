@@ -415,16 +415,18 @@ NOOP_LIMITED = "test.noop_limited"  # limits declared that no drain reaches
 
 
 def rated_drain(count: int, workers: int, rate: int = 1000) -> tuple[float, int]:
-    """A drain of ``count`` no-ops under a rate of ``rate`` starts a second: the sustained
-    rate (starts after the first full window, over their span: the first window may start
-    ``rate`` jobs at once, which says nothing of the rate held) and the most starts seen in
-    any one-second window, both from the rows' start times (the database's clock)."""
+    """A drain of ``count`` no-ops under a rate of ``rate`` starts a second: the rate held
+    (the starts in the full seconds after the first one, per second: a sliding window lets
+    the first second start ``rate`` jobs at once, and the last one is partial) and the most
+    starts in any one-second window, both from the rows' start times (the database's
+    clock). ``count`` should be at least four times ``rate``."""
     drain(count, workers, type_name=NOOP_RATED)
     with connection.cursor() as cursor:
         cursor.execute("SELECT started_at FROM jobs_job WHERE type = %s ORDER BY started_at", [NOOP_RATED])
         starts = [row[0].timestamp() for row in cursor.fetchall()]
-    after = [start for start in starts if start >= starts[0] + 1.0]
-    sustained = (len(after) - 1) / (after[-1] - after[0]) if len(after) > 1 else 0.0
+    seconds = max(1, int(starts[-1] - starts[0]) - 1)  # the full seconds after the first
+    held = sum(1 for start in starts if starts[0] + 1.0 <= start < starts[0] + 1.0 + seconds)
+    sustained = held / seconds
     most, low = 0, 0
     for high, start in enumerate(starts):  # the starts in [start − 1 s, start]
         while starts[low] <= start - 1.0:

@@ -363,12 +363,13 @@ class MariaDBDriver(OrmDriver):
         self,
         worker: str,
         ids: Sequence[int],
-        at: datetime,
+        at: datetime | None,
         rekeyed: Mapping[int, tuple[str | None, str | None]],
     ) -> list[ClaimedJob]:
         for job_id, (concurrency_key, rate_key) in rekeyed.items():  # rare: rows older than a limit
             self.jobs().filter(id=job_id).update(concurrency_key=concurrency_key, rate_key=rate_key)
-        stamp = at.astimezone(UTC).replace(tzinfo=None)  # the columns hold UTC without a zone
+        # The columns hold UTC without a zone; no clock read (no gate): the statement's.
+        stamp = (at or timezone.now()).astimezone(UTC).replace(tzinfo=None)
         with self.cursor() as cursor:
             cursor.execute(FLOW_MARK_CLAIMED.format(ids=placeholders(ids)), [worker, stamp, stamp, *ids])
             cursor.execute(CLAIMED_ROWS.format(ids=placeholders(ids)), list(ids))

@@ -24,7 +24,15 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Running, Subscription, TaskRow
+from jobs.drivers.protocol import (
+    Batch,
+    Candidate,
+    ClaimedJob,
+    FlowTransaction,
+    Running,
+    Subscription,
+    TaskRow,
+)
 from jobs.models import FlowGate, Job, JobAttempt, Status, Worker
 
 #: A job without limit keys: claimed without flow control (``jobs.flow``).
@@ -59,6 +67,52 @@ def micros(moment: datetime) -> int:
 
 def moment(micros_since_epoch: int) -> datetime:
     return datetime.fromtimestamp(micros_since_epoch / 1_000_000, tz=UTC)
+
+
+class _StepByStep:
+    """A round of a flow-controlled claim, a statement per step, in the driver's atomic
+    block (``OrmDriver.flow_transaction``); a driver overrides the steps it does its own way
+    (``flow_candidates``, ``flow_running``, ``flow_mark_claimed``, ``flow_save_gates``)."""
+
+    def __init__(self, driver: OrmDriver) -> None:
+        self.driver = driver
+
+    def candidates(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool = False,
+    ) -> list[Candidate]:
+        return self.driver.flow_candidates(queues, limit, full_keys, waiting_keys, keyed_only=keyed_only)
+
+    def lock_and_count(
+        self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
+    ) -> tuple[dict[str, str], Running]:
+        # In key order: two claims wanting the same gates queue up rather than deadlock.
+        recent = dict(
+            self.driver.gates()
+            .select_for_update()
+            .filter(key__in=gates)
+            .order_by("key")
+            .values_list("key", "recent")
+        )
+        return recent, self.driver.flow_running(keys, queues)
+
+    def finish(
+        self,
+        worker: str,
+        ids: Sequence[int],
+        at: datetime | None,
+        rekeyed: Mapping[int, tuple[str | None, str | None]],
+        windows: Mapping[str, str],
+    ) -> list[ClaimedJob]:
+        claimed = self.driver.flow_mark_claimed(worker, ids, at, rekeyed) if ids else []
+        if windows:
+            self.driver.flow_save_gates(windows)
+        return claimed  # the atomic block commits as it ends
 
 
 class OrmDriver:
@@ -200,6 +254,12 @@ class OrmDriver:
     def gates(self) -> QuerySet[FlowGate]:
         return FlowGate.objects.using(self.alias)
 
+    @contextmanager
+    def flow_transaction(self) -> Iterator[FlowTransaction]:
+        # One atomic block: the steps below, each a statement (or a few) of its own.
+        with transaction.atomic(using=self.alias):
+            yield _StepByStep(self)
+
     def flow_candidates(
         self,
         queues: Sequence[str],
@@ -229,14 +289,8 @@ class OrmDriver:
         with transaction.atomic(using=self.alias):
             self.gates().bulk_create([FlowGate(key=key) for key in keys], ignore_conflicts=True)
 
-    def flow_lock_gates(self, keys: Sequence[str]) -> dict[str, str]:
-        # In key order: two claims wanting the same gates queue up rather than deadlock.
-        rows = (
-            self.gates().select_for_update().filter(key__in=keys).order_by("key").values_list("key", "recent")
-        )
-        return dict(rows)
-
     def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
+        """The clock and the running jobs of each key and queue (``lock_and_count``'s count)."""
         running = self.jobs().filter(status=Status.RUNNING)
         by_key: dict[str, int] = {}
         by_queue: dict[str, int] = {}
@@ -263,9 +317,10 @@ class OrmDriver:
         self,
         worker: str,
         ids: Sequence[int],
-        at: datetime,
+        at: datetime | None,
         rekeyed: Mapping[int, tuple[str | None, str | None]],
     ) -> list[ClaimedJob]:
+        """``finish``'s update: the locked jobs ``ids`` running, in that order."""
         for job_id, (concurrency_key, rate_key) in rekeyed.items():
             self.jobs().filter(id=job_id).update(concurrency_key=concurrency_key, rate_key=rate_key)
         self.jobs().filter(id__in=ids).update(**claimed_row_fields(worker, at))

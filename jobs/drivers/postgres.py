@@ -10,6 +10,7 @@ migrations read for the trigger) imports on any database.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,7 +26,7 @@ from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
-from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Running, TaskRow
+from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, FlowTransaction, Running, TaskRow
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -122,7 +123,13 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
  WHERE j.id = ANY(%(ids)s::bigint[])
 """
 
-# --- flow control (``jobs.store.claim_flowed``): the claim of jobs with limits, in steps ---
+# --- flow control (``jobs.store.claim_flowed``): the claim of jobs with limits ---
+#
+# One round is a short transaction of three round trips (``_FlowRound``): BEGIN and the
+# candidates; the gates' locks and, by a statement of its own after them, the counts; the
+# update and COMMIT. Several statements go in one round trip as one text (Django's
+# client-side binding sends them as one query; each statement still reads its own
+# snapshot), so a claim under limits costs three round trips where the plain claim costs one.
 
 # Its candidates: locks up to %(limit)s due, queued rows of the queues in claim order,
 # skipping rows another worker holds and the jobs of keys known to be at their limit,
@@ -161,23 +168,36 @@ UNION ALL
 SELECT 'now', NULL, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
 """
 
-# Marks the admitted candidates (locked by this transaction) running, started at the
-# clock the decision was made at, through the primary key.
+# The gates of the candidates' limit keys, locked in key order until the claim's
+# transaction ends: claims of the same keys wait here for each other (for those few
+# milliseconds), claims of other keys do not. Through the primary key.
+FLOW_LOCK_GATES = """
+SELECT key, recent FROM jobs_flow_gate
+ WHERE key = ANY(%(gates)s::text[])
+ ORDER BY key
+   FOR UPDATE
+"""
+
+# The claim's end: the admitted candidates (locked by this transaction) marked running,
+# started at the clock the decision was made at (or now, where no gate was read), through
+# the primary key, and the rate windows of the (locked) gates that took starts, in one
+# statement.
 FLOW_MARK_CLAIMED = """
+WITH saved AS (
+UPDATE jobs_flow_gate AS g SET recent = w.recent
+  FROM unnest(%(gate_keys)s::text[], %(gate_recent)s::text[]) AS w(key, recent)
+ WHERE g.key = w.key
+)
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
-       started_at = %(at)s, heartbeat_at = %(at)s, finished_at = NULL,
-       progress = NULL, progress_message = ''
+       started_at = COALESCE(%(at)s::timestamptz, now()), heartbeat_at = COALESCE(%(at)s::timestamptz, now()),
+       finished_at = NULL, progress = NULL, progress_message = ''
  WHERE id = ANY(%(ids)s::bigint[])
 RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue
 """
 
-# The rate windows of the (locked) gates that took starts, in one statement.
-FLOW_SAVE_GATES = """
-UPDATE jobs_flow_gate AS g SET recent = w.recent
-  FROM unnest(%(keys)s::text[], %(recent)s::text[]) AS w(key, recent)
- WHERE g.key = w.key
-"""
+# Limit keys for a job enqueued before its type declared a type-wide limit (rare).
+FLOW_REKEY = "UPDATE jobs_job SET concurrency_key = %s, rate_key = %s WHERE id = %s"
 
 # --- enqueue, notify and timers -------------------------------------------------------------
 
@@ -333,6 +353,109 @@ class _Notices:
         return {notice.payload for notice in self._raw.notifies(timeout=0)}
 
 
+class _FlowRound:
+    """One round of a flow-controlled claim in three round trips (see "flow control"
+    above): the transaction is begun and ended by the statements' text, the connection
+    staying in autocommit for Django. Whatever happens before ``finish`` commits, the
+    round ends with a ROLLBACK (which also releases the candidates' and the gates' locks)."""
+
+    def __init__(self, driver: PostgresDriver) -> None:
+        self.driver = driver
+        self.open = False
+
+    def _run(self, text: str, params: Mapping[str, Any]) -> list[list[tuple[Any, ...]]]:
+        """The rows of each statement of ``text`` that returns rows, in order."""
+        found: list[list[tuple[Any, ...]]] = []
+        with self.driver.cursor() as cursor:
+            cursor.execute(text, params)
+            while True:
+                if cursor.description is not None:
+                    found.append(cursor.fetchall())
+                if not cursor.nextset():
+                    return found
+
+    def candidates(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool = False,
+    ) -> list[Candidate]:
+        statement = FLOW_CANDIDATES_KEYED if keyed_only else FLOW_CANDIDATES
+        self.open = True
+        [rows] = self._run(
+            "BEGIN;" + statement,
+            {"queues": list(queues), "limit": limit, "full": list(full_keys), "waiting": list(waiting_keys)},
+        )
+        return [Candidate(*row) for row in rows]
+
+    def lock_and_count(
+        self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
+    ) -> tuple[dict[str, str], Running]:
+        locked, counted = self._run(
+            FLOW_LOCK_GATES + ";" + FLOW_RUNNING,
+            {"gates": list(gates), "keys": list(keys), "queues": list(queues)},
+        )
+        return dict(locked), _running(counted)
+
+    def finish(
+        self,
+        worker: str,
+        ids: Sequence[int],
+        at: datetime | None,
+        rekeyed: Mapping[int, tuple[str | None, str | None]],
+        windows: Mapping[str, str],
+    ) -> list[ClaimedJob]:
+        with self.driver.cursor() as cursor:
+            for job_id, (concurrency_key, rate_key) in rekeyed.items():
+                cursor.execute(FLOW_REKEY, [concurrency_key, rate_key, job_id])
+        rows: list[tuple[Any, ...]] = []
+        if ids or windows:
+            [rows] = self._run(
+                FLOW_MARK_CLAIMED + ";COMMIT",
+                {
+                    "worker": worker,
+                    "ids": list(ids),
+                    "at": at,
+                    "gate_keys": list(windows),
+                    "gate_recent": list(windows.values()),
+                },
+            )
+        else:
+            self._run("COMMIT", {})
+        self.open = False
+        order = {job_id: position for position, job_id in enumerate(ids)}
+        return sorted((ClaimedJob(*row) for row in rows), key=lambda job: order[job.id])
+
+    def end(self) -> None:
+        """End a round that did not finish: nothing it did stays, its locks go."""
+        if not self.open:
+            return
+        self.open = False
+        connection = self.driver.connection
+        if connection.connection is None or connection.connection.closed:
+            return  # the session, and its transaction, are gone
+        # A broken connection is the guard's to handle.
+        with contextlib.suppress(Exception), self.driver.cursor() as cursor:
+            cursor.execute("ROLLBACK")
+
+
+def _running(rows: list[tuple[Any, ...]]) -> Running:
+    by_key: dict[str, int] = {}
+    by_queue: dict[str, int] = {}
+    now = 0
+    for kind, name, count in rows:
+        if kind == "now":
+            now = int(count)
+        elif kind == "key":
+            by_key[name] = int(count)
+        else:
+            by_queue[name] = int(count)
+    return Running(now, by_key, by_queue)
+
+
 class PostgresDriver(OrmDriver):
     vendor = "postgresql"
     listens = True
@@ -424,51 +547,17 @@ class PostgresDriver(OrmDriver):
             )
         return [ClaimedJob(*row) for row in rows]
 
-    def flow_candidates(
-        self,
-        queues: Sequence[str],
-        limit: int,
-        full_keys: Sequence[str],
-        waiting_keys: Sequence[str],
-        *,
-        keyed_only: bool = False,
-    ) -> list[Candidate]:
-        rows = self.execute_prepared(
-            FLOW_CANDIDATES_KEYED if keyed_only else FLOW_CANDIDATES,
-            {"queues": list(queues), "limit": limit, "full": list(full_keys), "waiting": list(waiting_keys)},
-        )
-        return [Candidate(*row) for row in rows]
-
-    def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
-        by_key: dict[str, int] = {}
-        by_queue: dict[str, int] = {}
-        now = 0
-        for kind, name, count in self.execute_prepared(
-            FLOW_RUNNING, {"keys": list(keys), "queues": list(queues)}
-        ):
-            if kind == "now":
-                now = int(count)
-            elif kind == "key":
-                by_key[name] = int(count)
-            else:
-                by_queue[name] = int(count)
-        return Running(now, by_key, by_queue)
-
-    def flow_mark_claimed(
-        self,
-        worker: str,
-        ids: Sequence[int],
-        at: datetime,
-        rekeyed: Mapping[int, tuple[str | None, str | None]],
-    ) -> list[ClaimedJob]:
-        for job_id, (concurrency_key, rate_key) in rekeyed.items():  # rare: rows older than a limit
-            self.jobs().filter(id=job_id).update(concurrency_key=concurrency_key, rate_key=rate_key)
-        rows = self.execute_prepared(FLOW_MARK_CLAIMED, {"worker": worker, "ids": list(ids), "at": at})
-        order = {job_id: position for position, job_id in enumerate(ids)}
-        return sorted((ClaimedJob(*row) for row in rows), key=lambda job: order[job.id])
-
-    def flow_save_gates(self, windows: Mapping[str, str]) -> None:
-        self.execute(FLOW_SAVE_GATES, {"keys": list(windows), "recent": list(windows.values())})
+    @contextmanager
+    def flow_transaction(self) -> Iterator[FlowTransaction]:
+        if self.connection.in_atomic_block:  # a caller's transaction (a test's): step by step
+            with super().flow_transaction() as steps:
+                yield steps
+            return
+        round_ = _FlowRound(self)
+        try:
+            yield round_
+        finally:
+            round_.end()
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

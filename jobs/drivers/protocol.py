@@ -34,9 +34,9 @@ class ClaimedJob(NamedTuple):
     attempt: int
     max_attempts: int
     queue: str  # the row's, which a lane's fair share counts by
-    # Held to a concurrency limit (``jobs.flow``): from its claim it takes a slot another
-    # worker cannot have, so it is not prefetched, goes to a child alone, and its end wakes
-    # the workers waiting for the slot.
+    # Claimed near a concurrency limit (``jobs.flow.admission``): from its claim it takes a
+    # slot another worker may want, so it went to an idle child, runs alone, and its end
+    # wakes the workers waiting for the slot.
     held: bool = False
 
 
@@ -63,7 +63,7 @@ class Batch:
 
 
 class Candidate(NamedTuple):
-    """A due job a flow-controlled claim locked (``Driver.flow_candidates``), with the
+    """A due job a flow-controlled claim locked (``FlowTransaction.candidates``), with the
     limit keys stored on its row (``jobs.flow.admission``)."""
 
     id: int
@@ -74,7 +74,7 @@ class Candidate(NamedTuple):
 
 
 class Running(NamedTuple):
-    """What ``Driver.flow_running`` read under a claim's gate locks: the database's clock
+    """What ``FlowTransaction.lock_and_count`` read under a claim's gate locks: the database's clock
     (µs since the epoch) and the running jobs per concurrency key and per queue."""
 
     now: int
@@ -98,6 +98,51 @@ class TaskRow(NamedTuple):
     locked_by: str | None
     result: str | None
     tried: bool  # whether the job has failed tries (rows in jobs_attempt)
+
+
+class FlowTransaction(Protocol):
+    """The steps of one round of a flow-controlled claim, in its transaction, in this order;
+    the store decides between the second and the third (``jobs.flow.admission``)."""
+
+    def candidates(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool = False,
+    ) -> list[Candidate]:
+        """Lock up to ``limit`` due queued jobs of ``queues`` in claim order, skipping rows
+        another session holds and jobs whose concurrency key is in ``full_keys`` or whose
+        rate key is in ``waiting_keys``. With ``keyed_only``, only jobs that carry a limit
+        key (``jobs_claim_keyed``)."""
+        ...
+
+    def lock_and_count(
+        self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
+    ) -> tuple[dict[str, str], Running]:
+        """Lock the gate rows of ``gates``, waiting for another claim of the same keys to
+        end, in key order (so two claims never wait on each other in a circle), and then, by
+        a statement of its own (which sees every claim of those keys that committed before
+        the locks were granted), read the database's clock and the running jobs of each
+        concurrency key in ``keys`` and of each queue in ``queues``. Each locked gate's
+        recent starts (``jobs.flow.rates.Window``); a key without a gate row is left out."""
+        ...
+
+    def finish(
+        self,
+        worker: str,
+        ids: Sequence[int],
+        at: datetime | None,
+        rekeyed: Mapping[int, tuple[str | None, str | None]],
+        windows: Mapping[str, str],
+    ) -> list[ClaimedJob]:
+        """Mark the locked jobs ``ids`` running under ``worker`` as ``claim`` does, started
+        at ``at`` (the clock ``lock_and_count`` read; None: now), storing first the limit
+        keys of those in ``rekeyed``; store the locked gates' ``windows``; commit. The jobs
+        in the order of ``ids``."""
+        ...
 
 
 class Subscription(Protocol):
@@ -174,54 +219,17 @@ class Driver(Protocol):
         ``worker`` and ``attempt``; None when it no longer is."""
         ...
 
-    # --- flow control (``jobs.flow``): the claim of jobs with limits, in steps ---
+    # --- flow control (``jobs.flow``): the claim of jobs with limits ---
 
-    def flow_candidates(
-        self,
-        queues: Sequence[str],
-        limit: int,
-        full_keys: Sequence[str],
-        waiting_keys: Sequence[str],
-        *,
-        keyed_only: bool = False,
-    ) -> list[Candidate]:
-        """Lock up to ``limit`` due queued jobs of ``queues`` in claim order, inside the
-        caller's transaction, skipping rows another session holds and jobs whose
-        concurrency key is in ``full_keys`` or whose rate key is in ``waiting_keys``. With
-        ``keyed_only``, only jobs that carry a limit key (``jobs_claim_keyed``)."""
+    def flow_transaction(self) -> AbstractContextManager[FlowTransaction]:
+        """One round of a flow-controlled claim (``jobs.store.claim_flowed``): a short
+        transaction, committed by ``FlowTransaction.finish``, rolled back on an error (and
+        ended, changing nothing, when the block ends without ``finish``)."""
         ...
 
     def flow_add_gates(self, keys: Sequence[str]) -> None:
         """Make sure each limit key has its gate row, in a short transaction of its own
         (never inside a claim: a twin's insert would wait on the claim's locks)."""
-        ...
-
-    def flow_lock_gates(self, keys: Sequence[str]) -> dict[str, str]:
-        """Lock the gate rows of ``keys`` until the caller's transaction ends, waiting for
-        another claim of the same keys to end, in key order (so two claims never wait on
-        each other in a circle); each key's recent starts (``jobs.flow.rates.Window``).
-        A key without a gate row is left out."""
-        ...
-
-    def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
-        """The database's clock and the running jobs of each concurrency key and queue,
-        read by a statement of its own after ``flow_lock_gates`` (so it sees every claim of
-        those keys that committed before the locks were granted)."""
-        ...
-
-    def flow_mark_claimed(
-        self,
-        worker: str,
-        ids: Sequence[int],
-        at: datetime,
-        rekeyed: Mapping[int, tuple[str | None, str | None]],
-    ) -> list[ClaimedJob]:
-        """Mark the locked jobs ``ids`` running under ``worker`` as ``claim`` does, started
-        at ``at``; first store the limit keys of those in ``rekeyed``. In the order of ``ids``."""
-        ...
-
-    def flow_save_gates(self, windows: Mapping[str, str]) -> None:
-        """Store the recent starts of these (locked) gates."""
         ...
 
     def flow_prune_gates(self, keep: Callable[[str, str], bool], batch_size: int) -> int:

@@ -37,11 +37,6 @@ class Rules:
             return None, None
         return limits.effective(candidate.type, (candidate.concurrency_key, candidate.rate_key))
 
-    def holds_a_slot(self, candidate: Candidate) -> bool:
-        """Is the candidate held to a concurrency limit (its queue's, its type's or key's)?"""
-        queue = self.queues.get(candidate.queue)
-        return (queue is not None and queue.concurrency is not None) or self.keys(candidate)[0] is not None
-
     def gates(self, candidates: Iterable[Candidate]) -> set[str]:
         """Every gate a claim of these candidates locks: each limited queue's and each key's."""
         found: set[str] = set()
@@ -65,6 +60,8 @@ class Admission:
     rate_waits: dict[str, int] = field(default_factory=dict)  # rate key → frees at (µs)
     queue_waits: dict[str, int] = field(default_factory=dict)  # queue → its rate frees at (µs)
     refused: int = 0  # candidates passed over for a limit
+    alone: set[int] = field(default_factory=set)  # admitted near a concurrency limit
+    deferred: int = 0  # candidates near a limit passed over for want of an idle child
     now: int = 0  # the database's clock the decision was made at (µs)
 
 
@@ -76,11 +73,19 @@ def admit(
     running_keys: Mapping[str, int],
     running_queues: Mapping[str, int],
     windows: Mapping[str, Window],
+    idle: int | None = None,
 ) -> Admission:
     """Up to ``want`` candidates, in claim order, whose every limit has room at ``now``
     (µs): a queue's and a type's or key's concurrency (``running_*`` counts what runs, plus
     what this claim takes) and rate (``windows``: the recent starts of each gate, plus this
-    claim's). Windows that took starts are recorded at ``now``."""
+    claim's). Windows that took starts are recorded at ``now``.
+
+    A claimed job counts as running from its claim, also while it waits in a worker's
+    buffer for a child. Far from its concurrency limits that costs nobody anything, so such
+    a job is claimed like any other (batched, prefetched). A job that takes more than half
+    of a concurrency limit (its queue's, or its type's or key's) is admitted ``alone``: one
+    per ``idle`` child at most, to run at once, so that no slot near the limit waits in a
+    buffer while another worker's child could run it; the others are ``deferred``."""
     result = Admission(now=now)
     taken_keys: Counter[str] = Counter()
     taken_queues: Counter[str] = Counter()
@@ -129,6 +134,20 @@ def admit(
         ):
             result.rate_waits[rate_key] = frees
         else:
+            near = (
+                queue_limits.concurrency is not None
+                and (running_queues.get(queue, 0) + taken_queues[queue] + 1) * 2 > queue_limits.concurrency
+            ) or (
+                concurrency_key is not None
+                and type_limits.concurrency is not None
+                and (running_keys.get(concurrency_key, 0) + taken_keys[concurrency_key] + 1) * 2
+                > type_limits.concurrency
+            )
+            if near and idle is not None and len(result.alone) >= idle:
+                result.deferred += 1
+                continue
+            if near:
+                result.alone.add(candidate.id)
             result.admitted.append(candidate.id)
             if (concurrency_key, rate_key) != (candidate.concurrency_key, candidate.rate_key):
                 result.rekeyed[candidate.id] = (concurrency_key, rate_key)

@@ -60,12 +60,12 @@ class FlowControl:
         self.controls = Controls(poll_interval)
         self._clock = clock
         self._limited_types: set[str] | None = None
-        self._one_at_a_time_types: set[str] = set()
         self.full_keys: set[str] = set()
         self.full_queues: set[str] = set()
         self.rate_until: dict[str, float] = {}  # rate key → when its window has room
         self.queue_until: dict[str, float] = {}  # queue → when its rate window has room
         self.no_keyed: set[str] = set()  # mixed queues whose keyed claim came back short
+        self.no_unkeyed: set[str] = set()  # mixed queues whose plain claim came back short
 
     # --- what the rows say -----------------------------------------------------------------
 
@@ -95,7 +95,6 @@ class FlowControl:
         complete by the time a worker claims)."""
         if self._limited_types is None:
             self._limited_types = registry.limited_queues()
-            self._one_at_a_time_types = registry.limited_queues(concurrency=True)
         return self._limited_types
 
     def paused(self, queue: str) -> bool:
@@ -108,15 +107,6 @@ class FlowControl:
     def mixed(self, queue: str) -> bool:
         """Does ``queue`` hold limited types, without limits of its own?"""
         return not self.controls.limited(queue) and queue in self.limited_types
-
-    def one_at_a_time(self, queue: str) -> bool:
-        """Are ``queue``'s jobs held to a concurrency limit? Then a claim takes no more than
-        the idle children can start, and a child gets one job at a time: a claimed job
-        counts as running, so one waiting in a buffer would keep a slot from another worker."""
-        limits = self.controls.get(queue)
-        return (
-            limits is not None and limits.concurrency is not None
-        ) or queue in self.limited_types & self._one_at_a_time_types
 
     # --- claiming ----------------------------------------------------------------------------
 
@@ -139,7 +129,14 @@ class FlowControl:
                 found.plain.append(queue)
         return found
 
-    def claim(self, worker: str, queues: Sequence[str], limit: int, keyed_only: bool = False) -> Claimed:
+    def claim(
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        keyed_only: bool = False,
+        idle: int | None = None,
+    ) -> Claimed:
         """A flow-controlled claim of ``queues`` (``split``'s limited ones, or with
         ``keyed_only`` the keyed jobs of its mixed ones)."""
         now = self._clock()
@@ -156,6 +153,7 @@ class FlowControl:
             full_keys=self.full_keys,
             waiting_keys=self.rate_until,
             keyed_only=keyed_only,
+            idle=idle,
         )
         self.full_keys |= got.full_keys
         self.full_queues |= got.full_queues
@@ -163,7 +161,9 @@ class FlowControl:
             self.rate_until[key] = now + wait
         for queue, wait in got.queue_waits.items():
             self.queue_until[queue] = now + wait
-        short = set(queues) if len(got.jobs) < limit else set()
+        # Short: nothing more to take now. Jobs near a limit passed over for want of an idle
+        # child are not: the lane claims again when a child is free.
+        short = set(queues) if len(got.jobs) < limit and not got.deferred else set()
         if keyed_only:
             self.no_keyed |= short
         return Claimed(got.jobs, short, got.frees_in)
@@ -187,10 +187,12 @@ class FlowControl:
         a keyed job whose time came)."""
         self.slots_freed()
         self.no_keyed.clear()
+        self.no_unkeyed.clear()
 
     def jobs_due(self, queues: Iterable[str]) -> None:
         """A notice of new due jobs in ``queues``: keyed ones among them, perhaps."""
         self.no_keyed.difference_update(queues)
+        self.no_unkeyed.difference_update(queues)
 
     def expire_waits(self) -> None:
         """Rate windows whose time came: their keys and queues may be claimed again."""

@@ -135,9 +135,10 @@ class ResultBuffer:
 
     def flush_due(self, now: float, children_busy: Callable[[], bool]) -> bool:
         """Should the buffer be written now? Acknowledgements wait for a batch while
-        children are busy; anything else, an idle moment, or an acknowledgement older than
-        ACK_DELAY is written at once."""
-        if self._failures or self._releases or self._reschedules:
+        children are busy; anything else, an idle moment, an acknowledgement older than
+        ACK_DELAY, or one of a job that holds a concurrency slot (another job is waiting for
+        it: ``ClaimedJob.held``) is written at once."""
+        if self._failures or self._releases or self._reschedules or self._queues:
             return True
         waiting = len(self._acks) + len(self._returned)
         if not waiting:
@@ -146,6 +147,8 @@ class ResultBuffer:
 
     def ack_deadline(self) -> float | None:
         """When the waiting acknowledgements are due at the latest; None if there are none."""
+        if self._queues:
+            return self._oldest_ack  # a slot is waited for: now
         return self._oldest_ack + ACK_DELAY if self._acks or self._returned else None
 
     def flush(self, *, force: bool = False) -> None:

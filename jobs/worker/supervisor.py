@@ -352,19 +352,17 @@ class Supervisor:
             for group, keyed_only in ((split.limited, False), (keyed, True)):
                 if not group or got >= limit:
                     continue
-                cap = limit - got
-                if any(self.flow.one_at_a_time(queue) for queue in group):
-                    cap = min(cap, max(0, len(lane.idle) - lane.ready()))  # see one_at_a_time
-                if cap <= 0:
-                    continue
-                outcome = self.db.call(self.flow.claim, self.name, group, cap, keyed_only)
+                # Jobs near a concurrency limit: no more than the idle children start now.
+                idle = max(0, len(lane.idle) - lane.ready())
+                outcome = self.db.call(self.flow.claim, self.name, group, limit - got, keyed_only, idle)
                 if outcome is None:
                     return
                 lane.buffer.extend(outcome.jobs)
                 got += len(outcome.jobs)
                 if not keyed_only:
                     lane.claimed_short(list(outcome.short))
-            for group, unkeyed in ((split.plain, False), (split.mixed, True)):
+            unkeyed_mixed = [queue for queue in split.mixed if queue not in self.flow.no_unkeyed]
+            for group, unkeyed in ((split.plain, False), (unkeyed_mixed, True)):
                 if not group or got >= limit:
                     continue
                 asked = limit - got
@@ -373,10 +371,14 @@ class Supervisor:
                     return
                 lane.buffer.extend(claimed)
                 got += len(claimed)
-                if len(claimed) < asked:
-                    # Nothing more is due in these queues (a mixed queue's keyed jobs: once
-                    # its keyed claim came back short too).
-                    lane.claimed_short([q for q in group if not unkeyed or q in self.flow.no_keyed])
+                if len(claimed) < asked and unkeyed:
+                    self.flow.no_unkeyed.update(group)
+                elif len(claimed) < asked:
+                    lane.claimed_short(group)  # nothing more is due in these queues
+            # A mixed queue has nothing more to take once both of its claims came back short.
+            lane.claimed_short(
+                [q for q in split.mixed if q in self.flow.no_keyed and q in self.flow.no_unkeyed]
+            )
             if got:
                 self.burst_rechecked = False
             if got < limit or not lane.pending:

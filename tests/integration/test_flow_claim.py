@@ -9,7 +9,6 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
 from django.utils import timezone
 
 from jobs import registry, set_queue_limits, store
@@ -147,11 +146,13 @@ def test_claim_flowed__a_claim_of_the_same_key_waits_for_the_one_in_progress_and
 
     def claim_in_progress() -> None:
         # What a claim holds while it decides: the key's gate, and the job it takes.
-        with transaction.atomic():
-            driver().flow_lock_gates(["type:test.flow_type"])
+        with driver().flow_transaction() as round_:
+            round_.candidates(["default"], 2, [], [])  # ids[1] and ids[2], locked
+            round_.lock_and_count(["type:test.flow_type"], ["type:test.flow_type"], [])
             Job.objects.filter(pk__in=ids[1:3]).update(status=Status.RUNNING, locked_by="first")
             holding.set()
             done.wait(30)
+            round_.finish("first", [], None, {}, {})
 
     first = in_thread(claim_in_progress)
     holding.wait(30)

@@ -141,6 +141,15 @@ def test_admit__a_queues_own_limits_hold_every_job_of_it():
     assert decided.admitted == [1] and decided.full_queues == {"q"}
 
 
+def test_admit__jobs_far_from_a_limit_are_claimed_freely_near_it_one_per_idle_child():
+    many = {"wide": TypeLimits.declare("wide", concurrency=8)}
+    rules = Rules(queues={}, type_limits=many.get)
+    jobs = [Candidate(n, "wide", "q", "type:wide", None) for n in range(1, 9)]
+    decided = admit(jobs, 10, 0, rules, {"type:wide": 1}, {}, {}, idle=2)
+    assert decided.admitted == [1, 2, 3, 4, 5]  # 1, 2, 3 far from it (up to half of 8)…
+    assert decided.alone == {4, 5} and decided.deferred == 3  # …then one per idle child
+
+
 def test_admit__rekeys_a_row_enqueued_before_its_type_had_a_limit():
     old = Candidate(1, "two", "q", None, None)
     assert admit([old], 1, 0, _rules(), {}, {}, {}).rekeyed == {1: ("type:two", None)}
@@ -161,7 +170,6 @@ def _flow(queues: dict[str, QueueLimits], limited_types: set[str] = frozenset())
     flow = FlowControl(1.0, clock=_Clock())
     flow.controls = Controls(1.0, read=lambda: queues)
     flow._limited_types = set(limited_types)
-    flow._one_at_a_time_types = set(limited_types)
     flow.controls.refresh()
     return flow
 
