@@ -7,6 +7,8 @@ shows its jobs' errors only to viewers of the jobs page."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -27,6 +29,7 @@ from pipeline.models import (
     ModelCallSwitch,
     PipelineRun,
     Status,
+    VectorRecord,
 )
 
 register_admin_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
@@ -202,6 +205,14 @@ class EmailMessageAdmin(MeaningSearchMixin, RecordJobsMixin, admin.ModelAdmin):
         first, *rest = self.fieldsets
         fields = tuple(name for name in first[1]["fields"] if name != "needs_review")
         return [(first[0], {**first[1], "fields": fields}), *rest]
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[list, dict, set, list]:
+        """What deleting these emails deletes. Their attachments and index records go with
+        them: those pages offer no Delete of their own, which Django would otherwise read as
+        a missing permission and refuse the email's deletion (403) to everyone."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        own = {str(model._meta.verbose_name) for model in (Attachment, VectorRecord)}
+        return deleted, counts, perms_needed - own, protected
 
     # --- the list ---------------------------------------------------------------------------
 
