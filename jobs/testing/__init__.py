@@ -5,8 +5,9 @@ fixtures (``jobs.testing.fixtures``). See ``docs/testing.md``.
 A test needs no worker process to know a job was enqueued, nor to see what its handler
 does with it: ``run_job`` claims the row, runs its handler as a worker's child does (the
 same code: errors, ``RetryLater``, atomic jobs) and records the outcome as the supervisor
-would; ``run_claimed`` does so for a try the test claimed itself (one ending late). What it cannot do inline is what needs a process: a type's timeout is not enforced,
-and a crash would end the test.
+would; ``run_claimed`` does so for a try the test claimed itself (one ending late). What
+it cannot do inline is what needs a process: a type's timeout is not enforced, and a crash
+would end the test.
 """
 
 from __future__ import annotations
