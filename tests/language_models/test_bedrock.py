@@ -192,11 +192,11 @@ def test_bedrock__a_compressed_answer_is_stopped_at_the_limit_once_decoded(
 def test_bedrock__a_service_dripping_its_answer_times_out_at_the_deadline(
     bedrock_http: ModelServer, settings
 ):
-    settings.MODEL_TIMEOUT = 1.0  # each byte arrives well within it: the whole answer never does
+    settings.MODEL_TIMEOUT = 0.5  # each byte arrives well within it: the whole answer never does
     server = DrippingServer(interval=0.05)
     settings.BEDROCK_ENDPOINT_URL = server.url
     try:
-        with pytest.raises(language_models.ModelTimeout, match="timed out after 1.0s") as caught:
+        with pytest.raises(language_models.ModelTimeout, match="timed out after 0.5s") as caught:
             language_models.complete(PROMPT)
         assert isinstance(caught.value, RetryableError)
         assert server.accepted
