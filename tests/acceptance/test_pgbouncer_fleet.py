@@ -222,3 +222,25 @@ SELECT pg_backend_pid(), current_setting('synchronous_commit'), current_setting(
        (SELECT count(*) FROM pg_listening_channels()),
        (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid())
 """
+
+
+def test_flow_limits_through_pgbouncer__hold_across_pooled_workers(bouncer, start_worker):
+    """Flow control's claims (a transaction over three round trips, its gates' row locks)
+    through the pooler: a per-key and a per-type concurrency hold across two pooled
+    workers, one woken by notices, one polling."""
+    from tests.acceptance.test_flow_fleet import Sampler
+
+    names = ["pooled-listening", "pooled-polling"]
+    for name in names:
+        start_worker("--queue", "default:3", "--name", name, env=_pooled(bouncer, listen="listening" in name))
+    wait_registered(*names)
+    keyed = [store.enqueue("test.flow_key", {"account": n % 2, "seconds": 0.1}).pk for n in range(8)]
+    typed = [store.enqueue("test.flow_type", {"seconds": 0.1}).pk for _ in range(6)]
+    per_key, per_type = Sampler("test.flow_key", keyed), Sampler("test.flow_type", typed)
+    wait_for(lambda: per_key() & per_type(), timeout=120, interval=0.01, message="the limited jobs to finish")
+
+    assert per_key.most("account:0") == per_key.most("account:1") == 1
+    assert per_key.most() == 2 and per_type.most() == 2
+    assert set(Job.objects.filter(pk__in=keyed + typed).values_list("status", "attempts")) == {
+        (Status.SUCCEEDED, 1)
+    }
