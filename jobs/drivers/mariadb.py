@@ -204,6 +204,9 @@ UPDATE jobs_job
  WHERE id IN ({ids})
 """
 
+# The rate windows of the (locked) gates that took starts, in one statement.
+FLOW_SAVE_GATES = "UPDATE jobs_flow_gate SET recent = CASE `key` {cases} END WHERE `key` IN ({keys})"
+
 # --- enqueue ---
 
 # Bulk enqueue: one multi-row INSERT per batch. mysqlclient folds executemany into one
@@ -376,6 +379,11 @@ class MariaDBDriver(OrmDriver):
             rows = cursor.fetchall()
         order = {job_id: position for position, job_id in enumerate(ids)}
         return sorted((ClaimedJob(*row) for row in rows), key=lambda job: order[job.id])
+
+    def flow_save_gates(self, windows: Mapping[str, str]) -> None:
+        cases = " ".join(["WHEN %s THEN %s"] * len(windows))
+        params = [value for pair in windows.items() for value in pair]
+        self.execute(FLOW_SAVE_GATES.format(cases=cases, keys=placeholders(list(windows))), [*params, *windows])
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

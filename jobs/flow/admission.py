@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from jobs.drivers.protocol import Candidate
 from jobs.flow.limits import TypeLimits, queue_key
 from jobs.flow.queues import QueueLimits
-from jobs.flow.rates import MICROS, Rate, Window
+from jobs.flow.rates import GATHER, MICROS, Rate, Window
 
 __all__ = ["Admission", "Candidate", "Rules", "admit"]
 
@@ -93,12 +93,15 @@ def admit(
     periods: dict[str, int] = {}  # the longest period each rate gate was held to
 
     def rate_full(gate: str, rate: Rate) -> int | None:
-        """When ``gate``'s window has room again, if it has none now; None if it has."""
+        """When ``gate``'s window has room again, if it has none now; None if it has. "Room"
+        is a few starts (``GATHER`` of the rate, what this claim wants at most): a worker
+        waiting on a rate claims them together, not one start per claim."""
         periods[gate] = max(periods.get(gate, 0), rate.period)
         window = windows.get(gate) or Window()
         if window.used(now, rate) + taken_rates[gate] < rate.count:
             return None
-        return window.frees_at(now, rate, taken_rates[gate])
+        need = max(1, min(want, int(rate.count * GATHER)))
+        return window.frees_at(now, rate, taken_rates[gate], need)
 
     for candidate in candidates:
         if len(result.admitted) >= want:

@@ -20,6 +20,10 @@ UNITS = {"s": 1, "m": 60, "h": 3600}
 #: adds a pair to its window, so the window's size is bounded by the rate.
 MOST_STARTS = 100_000
 MICROS = 1_000_000
+#: A claim held back by a rate waits until this share of the rate is free again (at least
+#: one start, at most what it wants): a window frees as its oldest claims age out, and
+#: waking for each single start would make claims of one job each, a claim per start.
+GATHER = 0.05
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*([smh])\s*$")
 
@@ -96,13 +100,14 @@ class Window:
     def room(self, now: int, rate: Rate) -> int:
         return max(0, rate.count - self.used(now, rate))
 
-    def frees_at(self, now: int, rate: Rate, taking: int = 0) -> int:
-        """When (microseconds) the window ending then has room for one more start, counting
-        ``taking`` more starts at ``now``: the moment enough of the oldest starts leave it."""
+    def frees_at(self, now: int, rate: Rate, taking: int = 0, need: int = 1) -> int:
+        """When (microseconds) the window ending then has room for ``need`` more starts,
+        counting ``taking`` more starts at ``now``: the moment enough of the oldest starts
+        leave it."""
         pairs = [*self.starts, (now, taking)] if taking else list(self.starts)
         since = now - rate.period * MICROS
         in_window = [(at, count) for at, count in pairs if at > since]
-        over = sum(count for _, count in in_window) - rate.count + 1
+        over = sum(count for _, count in in_window) - rate.count + min(need, rate.count)
         for at, count in in_window:
             over -= count
             if over <= 0:

@@ -131,6 +131,15 @@ def test_admit__a_rate_records_the_starts_it_takes_and_says_when_it_frees():
     assert decided.rate_waits == {"type:rated": int(0.5 * S)}  # when the old start leaves
 
 
+def test_admit__a_claim_held_back_by_a_rate_waits_for_a_few_starts_not_for_one():
+    busy = {"fast": TypeLimits.declare("fast", rate="1000/s")}
+    window = Window([(n * S // 100, 10) for n in range(100)])  # 1,000 starts in the last second
+    jobs = [Candidate(1, "fast", "q", None, "type:fast")]
+    decided = admit(jobs, 64, S - 1, Rules(queues={}, type_limits=busy.get), {}, {}, {"type:fast": window})
+    # It waits until 50 (5 % of the rate) are free: five claims of ten age out, not one.
+    assert decided.rate_waits == {"type:fast": 4 * S // 100 + S}
+
+
 def test_admit__a_queues_own_limits_hold_every_job_of_it():
     queue = QueueLimits("q", concurrency=3, rate=Rate(2, 60))
     jobs = [_job(n, "plain") for n in range(1, 5)]
