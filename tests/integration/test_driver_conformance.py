@@ -69,6 +69,8 @@ def _fields(**overrides: Any) -> dict[str, Any]:
         "payload": {"n": 1},
         "max_attempts": 3,
         "dedupe_key": None,
+        "concurrency_key": None,
+        "rate_key": None,
     }
     fields.update(overrides)
     return fields
@@ -250,6 +252,74 @@ def test_claim__two_sessions_at_once_take_disjoint_jobs(drv):
 
 
 # --- finish, fenced -------------------------------------------------------------------------
+
+
+@conformance
+def test_claim__unkeyed_passes_over_jobs_with_limit_keys(drv):
+    keyed = _insert(drv, concurrency_key="k:1")
+    rated = _insert(drv, rate_key="r:1")
+    plain = _insert(drv)
+    assert [job.id for job in drv.claim("w", ["default"], 10, unkeyed=True)] == [plain.pk]
+    assert _rows(drv).get(pk=keyed.pk).status == _rows(drv).get(pk=rated.pk).status == Status.QUEUED
+
+
+@conformance
+def test_flow_transaction__a_round_locks_candidates_counts_under_its_gates_and_commits(drv):
+    first = _insert(drv, concurrency_key="k:1", rate_key="r:1")
+    full = _insert(drv, concurrency_key="k:2")
+    _insert(drv, concurrency_key="k:2", run_at=timezone.now() + timedelta(hours=1))  # not due
+    _insert(drv)  # no key: left to the plain claim
+    running = _insert(drv, concurrency_key="k:2")
+    _rows(drv).filter(pk=running.pk).update(status=Status.RUNNING)
+    drv.flow_add_gates(["k:1", "k:2", "r:1"])
+    drv.flow_add_gates(["k:1"])  # twice: no error
+    with drv.flow_transaction() as round_:
+        found = round_.candidates(["default"], 10, [], [], keyed_only=True)
+        assert [c.id for c in found] == [first.pk, full.pk]
+        assert found[0][3:] == ("k:1", "r:1")
+        assert round_.candidates(["default"], 10, ["k:2"], ["r:1"], keyed_only=True) == []  # left out
+        recent, counted = round_.lock_and_count(["k:1", "k:2", "r:1", "k:9"], ["k:1", "k:2"], ["default"])
+        assert recent == {"k:1": "", "k:2": "", "r:1": ""}  # no gate, no lock: k:9 left out
+        assert (counted.keys, counted.queues) == ({"k:2": 1}, {"default": 1})
+        assert abs(counted.now / 1e6 - timezone.now().timestamp()) < 60
+        claimed = round_.finish("w", [first.pk], None, {first.pk: ("k:1", None)}, {"r:1": "[[1,1]]"})
+    assert [(job.id, job.attempt, job.queue) for job in claimed] == [(first.pk, 1, "default")]
+    row = _rows(drv).get(pk=first.pk)
+    assert (row.status, row.locked_by, row.concurrency_key, row.rate_key) == (
+        Status.RUNNING,
+        "w",
+        "k:1",
+        None,
+    )
+    assert _rows(drv).get(pk=full.pk).status == Status.QUEUED
+    assert drv.gates().get(key="r:1").recent == "[[1,1]]"
+
+
+@conformance
+def test_flow_transaction__an_error_changes_nothing_and_leaves_no_lock(drv):
+    job = _insert(drv, concurrency_key="k:1")
+    drv.flow_add_gates(["k:1"])
+    with pytest.raises(RuntimeError), drv.flow_transaction() as round_:
+        round_.candidates(["default"], 10, [], [])
+        round_.lock_and_count(["k:1"], ["k:1"], [])
+        raise RuntimeError("the store changed its mind")
+    # Another session takes the job and the gate at once: nothing is held.
+    other = _in_thread(drv.alias, lambda: _one_round(drv, job.pk))
+    assert other() == [job.pk]
+
+
+def _one_round(drv: Driver, job_id: int) -> list[int]:
+    with drv.flow_transaction() as round_:
+        round_.candidates(["default"], 10, [], [])
+        round_.lock_and_count(["k:1"], ["k:1"], [])
+        return [claimed.id for claimed in round_.finish("w2", [job_id], timezone.now(), {}, {})]
+
+
+@conformance
+def test_flow_prune_gates__deletes_what_the_predicate_lets_go(drv):
+    drv.flow_add_gates(["a", "b", "c"])
+    assert drv.flow_prune_gates(lambda key, recent: key == "b", batch_size=2) == 2
+    assert list(drv.gates().values_list("key", flat=True)) == ["b"]
 
 
 @conformance
