@@ -2,7 +2,7 @@
 
 enqueue, enqueue_many, enqueue_task, claim, claim_flowed, claim_job, complete, complete_in_transaction, fail,
 reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
-recover_worker, prune.
+recover_worker, prune, prune_gates.
 The worker calls these; it never writes SQL itself. Neither does this module: how a
 database does a verb is its driver's (``jobs.drivers``); what the verb means (which
 transition applies, the fence, the backoff, what a reap or a release does) is decided here.

@@ -9,8 +9,9 @@ queue, and queues that can be paused (``docs/flow-control.md``).
     usage       what the admin page shows: limits in force, running, starts, waiting
 
 Limits are enforced where jobs are claimed, in the database (``jobs.store.claim_flowed``
-and the drivers' ``flow_*`` verbs): what runs is counted from the rows themselves (jobs
+and the drivers' ``flow_transaction``): what runs is counted from the rows themselves (jobs
 running with the limit's key), so a job that ends in any way, or is reaped, frees its slot;
 claims of one limit key are serialised by a row lock on its gate (``FlowGate``) for the
-claim transaction only.
+claim transaction only. The worker's side (which claim serves which queue, what it waits
+for) is ``jobs.worker.flow``; the page is ``jobs.admin.flow_page``.
 """
