@@ -138,9 +138,8 @@ class Resolver(Protocol):
         """The names of its types this process knows of (the admin's type filter)."""
         ...
 
-    def limited_queues(self, *, concurrency: bool = False) -> set[str]:
-        """The queues its types with flow limits (with ``concurrency``: with a concurrency
-        limit) may be enqueued on."""
+    def limited_queues(self) -> set[str]:
+        """The queues its types with flow limits may be enqueued on."""
         ...
 
 
@@ -200,17 +199,12 @@ def limits_of(name: str) -> TypeLimits | None:
     return found.limits if found is not None else None
 
 
-def limited_queues(*, concurrency: bool = False) -> set[str]:
-    """Queues that hold types with flow limits (with ``concurrency``: with a concurrency
-    limit): the declared types', and every queue of a resolver with such types (a task's
-    queue is chosen when it is enqueued)."""
-    found = {
-        job_type.queue
-        for job_type in _registry.values()
-        if job_type.limits is not None and (not concurrency or job_type.limits.concurrency is not None)
-    }
+def limited_queues() -> set[str]:
+    """Queues that hold types with flow limits: the declared types', and every queue of a
+    resolver with such types (a task's queue is chosen when it is enqueued)."""
+    found = {job_type.queue for job_type in _registry.values() if job_type.limits is not None}
     for resolver in _resolvers:
-        found |= resolver.limited_queues(concurrency=concurrency)
+        found |= resolver.limited_queues()
     return found
 
 

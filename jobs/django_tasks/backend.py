@@ -167,12 +167,10 @@ class JobsBackend(BaseTaskBackend):
             self.task_limits.get(task.module_path),
         )
 
-    def limited_queues(self, *, concurrency: bool = False) -> set[str]:
-        """Its queues, when a task of it has flow limits (with ``concurrency``: a
-        concurrency limit): a task's queue is named where it is declared, not here."""
-        if any(not concurrency or limits.concurrency is not None for limits in self.task_limits.values()):
-            return set(self.queues)
-        return set()
+    def limited_queues(self) -> set[str]:
+        """Its queues, when a task of it has flow limits: a task's queue is named where it
+        is declared, not here."""
+        return set(self.queues) if self.task_limits else set()
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         if apps.is_installed("jobs"):

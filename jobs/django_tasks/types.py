@@ -87,14 +87,14 @@ def queues() -> set[str]:
     return names
 
 
-def limited_queues(*, concurrency: bool = False) -> set[str]:
+def limited_queues() -> set[str]:
     """The queues of every ``JobsBackend`` whose OPTIONS give a task flow limits."""
     from jobs.django_tasks.backend import JobsBackend
 
     names: set[str] = set()
     for backend in task_backends.all():
         if isinstance(backend, JobsBackend):
-            names |= backend.limited_queues(concurrency=concurrency)
+            names |= backend.limited_queues()
     return names
 
 
@@ -110,8 +110,8 @@ class TaskResolver:
     def names(self) -> list[str]:
         return declared()
 
-    def limited_queues(self, *, concurrency: bool = False) -> set[str]:
-        return limited_queues(concurrency=concurrency)
+    def limited_queues(self) -> set[str]:
+        return limited_queues()
 
 
 RESOLVER = TaskResolver()

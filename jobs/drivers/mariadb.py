@@ -383,7 +383,9 @@ class MariaDBDriver(OrmDriver):
     def flow_save_gates(self, windows: Mapping[str, str]) -> None:
         cases = " ".join(["WHEN %s THEN %s"] * len(windows))
         params = [value for pair in windows.items() for value in pair]
-        self.execute(FLOW_SAVE_GATES.format(cases=cases, keys=placeholders(list(windows))), [*params, *windows])
+        self.execute(
+            FLOW_SAVE_GATES.format(cases=cases, keys=placeholders(list(windows))), [*params, *windows]
+        )
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

@@ -104,10 +104,6 @@ class FlowControl:
         """Is ``queue`` claimed through flow control (a limit of its own, or limited types)?"""
         return self.controls.limited(queue) or queue in self.limited_types
 
-    def mixed(self, queue: str) -> bool:
-        """Does ``queue`` hold limited types, without limits of its own?"""
-        return not self.controls.limited(queue) and queue in self.limited_types
-
     # --- claiming ----------------------------------------------------------------------------
 
     def split(self, queues: Iterable[str]) -> Split:

@@ -165,7 +165,7 @@ class _Resolver:
     def names(self) -> list[str]:
         return ["plug.one"]
 
-    def limited_queues(self, *, concurrency: bool = False) -> set[str]:
+    def limited_queues(self) -> set[str]:
         return set()
 
 
