@@ -20,7 +20,7 @@ import selectors
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from jobs import registry, store, workers
@@ -64,6 +64,7 @@ class Supervisor:
         self.endings = Endings(self.results, self.progress)
         self.schedules = ScheduleTicker(enabled=options.schedules, poll_interval=options.poll_interval)
         self.flow = FlowControl(options.poll_interval)
+        self.freed_to_tell: set[str] = set()  # queues whose slots freed here: notices to send
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
@@ -174,6 +175,7 @@ class Supervisor:
             else:
                 self._periodic(now)
                 self._fill_and_dispatch()
+                self._tell_freed()
                 if self.options.burst and self._drained():
                     return
             if self._busy():
@@ -397,16 +399,25 @@ class Supervisor:
 
     def _slots_ended(self) -> None:
         """Jobs held to a concurrency limit ended and their outcome is written: their slots
-        are free. Claim again here at once, and tell the other workers (a notice where the
-        database has them; elsewhere they find out at their next poll)."""
-        ended = sorted(self.results.ended_queues())
-        if not ended:
-            return
-        self.flow.slots_freed(ended)
+        are free. Claim again here at once; the other workers are told after this worker's
+        own claim (a notice where the database has them; elsewhere they find out at their
+        next poll), so the notice costs the hand-over nothing."""
+        ended = self.results.ended_queues()
+        if ended:
+            self._slots_freed_in(ended)
+            self.freed_to_tell |= ended
+
+    def _slots_freed_in(self, queues: Iterable[str]) -> None:
+        """A slot of these queues' concurrency limits is free: their lanes claim again."""
+        queues = set(queues)
+        self.flow.slots_freed(queues)
         for lane in self.lanes:
-            lane.pending.update(queue for queue in ended if queue in lane.queues)
-        if not self.stopping:
-            self.db.call(store.notify_freed, ended)
+            lane.pending.update(queues.intersection(lane.queues))
+
+    def _tell_freed(self) -> None:
+        if self.freed_to_tell and not self.stopping:
+            self.db.call(store.notify_freed, sorted(self.freed_to_tell))
+        self.freed_to_tell = set()
 
     def _on_notify(self) -> None:
         try:
