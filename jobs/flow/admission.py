@@ -164,6 +164,6 @@ def admit(
     for gate, count in taken_rates.items():
         window = windows.get(gate) or Window()
         window.forget_before(now - periods[gate] * MICROS)
-        window.record(now, count)
+        window.record(now, count, periods[gate])
         result.windows[gate] = window
     return result

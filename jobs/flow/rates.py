@@ -2,8 +2,13 @@
 
 A rate is a sliding window, not calendar buckets: at most ``count`` starts in any period of
 its length, (now − period, now]. The window of a rate key keeps the recent starts as
-``[time, starts]`` pairs (one pair per claim that started jobs of the key, in microseconds
-of the database's clock), pruned past the period, as JSON text on the key's gate row.
+``[time, starts]`` pairs (in microseconds of the database's clock), pruned past the period,
+as JSON text on the key's gate row. A claim's starts are recorded at the end of the
+``GRAIN``-th of the period they fall in (claims within one grain share a pair): each start
+then stays in the window up to a grain longer than it happened, never shorter, so the rate
+is never exceeded and a start waits at most a grain (1/64 of the period) longer than an
+exact window would make it; and the window holds at most 64 pairs however many claims a
+period has, so its row stays small (no TOAST) at any rate.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ UNITS = {"s": 1, "m": 60, "h": 3600}
 #: adds a pair to its window, so the window's size is bounded by the rate.
 MOST_STARTS = 100_000
 MICROS = 1_000_000
+#: The grains a period's window is kept in (see the module's docstring).
+GRAIN = 64
 #: A claim held back by a rate waits until this share of the rate is free again (at least
 #: one start, at most what it wants): a window frees as its oldest claims age out, and
 #: waking for each single start would make claims of one job each, a claim per start.
@@ -93,9 +100,10 @@ class Window:
         return self.starts[-1][0] if self.starts else None
 
     def used(self, now: int, rate: Rate) -> int:
-        """Starts in (now − period, now]."""
+        """Starts in (now − period, now] (a start recorded at the end of its grain, after
+        ``now``, counts too: it happened before ``now``)."""
         since = now - rate.period * MICROS
-        return sum(count for at, count in self.starts if since < at <= now)
+        return sum(count for at, count in self.starts if at > since)
 
     def room(self, now: int, rate: Rate) -> int:
         return max(0, rate.count - self.used(now, rate))
@@ -114,6 +122,14 @@ class Window:
                 return at + rate.period * MICROS
         return now
 
-    def record(self, now: int, count: int) -> None:
-        if count > 0:
-            self.starts.append((now, count))
+    def record(self, now: int, count: int, period: int) -> None:
+        """``count`` starts at ``now``, kept at the end of their grain of ``period`` seconds."""
+        if count <= 0:
+            return
+        grain = max(1, period * MICROS // GRAIN)
+        at = -(-now // grain) * grain  # rounded up: the start stays in the window a bit longer
+        if self.starts and self.starts[-1][0] == at:
+            self.starts[-1] = (at, self.starts[-1][1] + count)
+        else:
+            self.starts.append((at, count))
+            self.starts.sort()

@@ -271,6 +271,11 @@ def noop_limited(ctx: JobContext, **payload) -> None:
     """Does nothing, under limits no drain reaches."""
 
 
+@job("test.noop_capped", queue="default", concurrency=100_000)
+def noop_capped(ctx: JobContext, **payload) -> None:
+    """Does nothing, under a concurrency no drain reaches (and no rate)."""
+
+
 # --- timers of the timer tests: installed paused, resumed by the test that uses one --------
 
 

@@ -49,6 +49,17 @@ def test_window__frees_when_enough_of_the_oldest_leave_counting_those_taken_now(
     assert Window().frees_at(0, rate, taking=2) == S  # both taken now: a second from now
 
 
+def test_window__keeps_a_start_to_the_end_of_its_grain_so_never_shorter_than_it_happened():
+    window = Window()
+    grain = S // 64
+    window.record(1, 2, period=1)
+    window.record(grain - 5, 3, period=1)  # the same grain: one pair
+    window.record(grain + 1, 1, period=1)
+    assert window.starts == [(grain, 5), (2 * grain, 1)]
+    assert window.used(S, Rate(10, 1)) == 6  # (0, 1 s]: the start at 1 µs still counts…
+    assert window.used(S + grain, Rate(10, 1)) == 1  # …until its grain has passed
+
+
 def test_window__a_garbled_row_starts_afresh():
     assert Window.load("not json").starts == []
     assert Window.load("").starts == []
