@@ -201,8 +201,10 @@ class Supervisor:
         if self.results:
             return False
         if not self.burst_rechecked:
-            # One more look: a job may have become due while the last ones ran.
+            # One more look: a job may have become due while the last ones ran (or a slot or
+            # a rate window freed: what flow control remembers is forgotten for this look).
             self.burst_rechecked = True
+            self.flow.polled()
             for lane in self.lanes:
                 lane.maybe_work = True
             return False
