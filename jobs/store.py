@@ -31,9 +31,10 @@ from jobs import registry, retries, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.orm import claimed_row_fields, micros, moment
-from jobs.drivers.protocol import Batch, ClaimedJob
+from jobs.drivers.protocol import Batch, ClaimedJob, Locks, Running
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.flow import admission
+from jobs.flow.limits import RESERVED, TYPE_PREFIX
 from jobs.flow.rates import Window
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
@@ -257,6 +258,11 @@ FLOW_ROUNDS = 4
 # The gate rows this process knows exist: a claim creates missing ones first, outside its
 # own transaction (``Driver.flow_add_gates``). Forgotten when a sweep pruned one.
 _known_gates: set[str] = set()
+# The type and queue gates ("type:…", "queue:…") each claim of a group of queues took
+# last time. Every claim locks those first, in key order, before its per-key gates (also
+# in key order): one order for every claimer, so two claims never wait on each other in a
+# circle. A claim that needs one it did not expect ends its round and locks it in the next.
+_expected: dict[tuple[tuple[str, ...], bool], tuple[str, ...]] = {}
 _KNOWN_GATES_MAX = 100_000
 
 
@@ -364,31 +370,52 @@ def _flow_round(
     """One transaction of ``claim_flowed``: the jobs taken, what was decided (None when
     nothing was due), and whether every due job of ``queues`` was a candidate."""
     asked = want + FLOW_SLACK
+    group = (tuple(queues), keyed_only)
+    # The type and queue gates this claim took last time (those that exist), locked before
+    # its candidates, in the same round trip; gates of per-key limits after them.
+    expected = [gate for gate in _expected.get(group, ()) if gate in _known_gates]
+    counted = sorted(q for q in queues if (limits := rules.queues.get(q)) is not None and limits.concurrency)
+    first = Locks(expected, [gate for gate in expected if gate.startswith(TYPE_PREFIX)], counted)
     with driver().flow_transaction() as round_:
         # Locks the candidates (SKIP LOCKED: claimers split them) until this transaction
         # ends; those not taken are queued as they were when it does.
-        candidates = round_.candidates(queues, asked, sorted(full), sorted(waiting), keyed_only=keyed_only)
+        candidates, recent, running = round_.candidates(
+            queues,
+            asked,
+            sorted(full),
+            sorted(waiting),
+            keyed_only=keyed_only,
+            first=first if expected else None,
+        )
         if not candidates:
             return [], None, True
         gates = rules.gates(candidates)
         if gates - _known_gates:
             raise _GatesMissing(gates - _known_gates)  # ends the round: nothing was changed
-        keys = sorted({key for candidate in candidates if (key := rules.keys(candidate)[0]) is not None})
-        counted = sorted(
-            {
-                c.queue
-                for c in candidates
-                if (q := rules.queues.get(c.queue)) is not None and q.concurrency is not None
-            }
-        )
+        typed = {gate for gate in gates if gate.startswith(RESERVED)}
+        _expected[group] = tuple(sorted(typed))
+        if missing := typed - set(recent):  # not expected, or pruned since: the next round
+            _known_gates.difference_update(missing)  # makes them if need be, and locks them first
+            raise _GatesMissing(missing)
         # Waits for another claim of the same keys to commit, then holds them: nobody else
         # takes their slots until this transaction ends, a few milliseconds from now.
-        recent, running = round_.lock_and_count(sorted(gates), keys, counted) if gates else ({}, None)
-        if len(recent) < len(gates):  # a sweep pruned some since this process made them
-            _known_gates.difference_update(gates)
-            raise _GatesMissing(gates - set(recent))
+        keyed = sorted(gates - typed)
+        if keyed:
+            keys = sorted({key for c in candidates if (key := rules.keys(c)[0]) is not None and key in keyed})
+            more, counts = round_.lock_and_count(keyed, keys, [])
+            if len(more) < len(keyed):  # a sweep pruned some since this process made them
+                _known_gates.difference_update(keyed)
+                raise _GatesMissing(set(keyed) - set(more))
+            recent = {**recent, **more}
+            running = Running(
+                counts.now,
+                {**(running.keys if running else {}), **counts.keys},
+                running.queues if running else {},
+            )
+        elif not gates:
+            running = None  # no limit applies: nothing to count, nothing locked
         now = running.now if running is not None else micros(timezone.now())
-        windows = {key: Window.load(text) for key, text in recent.items()}
+        windows = {key: Window.load(text) for key, text in recent.items() if key in gates}
         decided = admission.admit(
             candidates,
             want,

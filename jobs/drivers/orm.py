@@ -29,6 +29,7 @@ from jobs.drivers.protocol import (
     Candidate,
     ClaimedJob,
     FlowTransaction,
+    Locks,
     Running,
     Subscription,
     TaskRow,
@@ -85,8 +86,11 @@ class _StepByStep:
         waiting_keys: Sequence[str],
         *,
         keyed_only: bool = False,
-    ) -> list[Candidate]:
-        return self.driver.flow_candidates(queues, limit, full_keys, waiting_keys, keyed_only=keyed_only)
+        first: Locks | None = None,
+    ) -> tuple[list[Candidate], dict[str, str], Running | None]:
+        recent, running = self.lock_and_count(*first) if first is not None else ({}, None)
+        found = self.driver.flow_candidates(queues, limit, full_keys, waiting_keys, keyed_only=keyed_only)
+        return found, recent, running
 
     def lock_and_count(
         self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]

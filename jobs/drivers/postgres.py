@@ -26,7 +26,7 @@ from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
-from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, FlowTransaction, Running, TaskRow
+from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, FlowTransaction, Locks, Running, TaskRow
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -125,9 +125,10 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
 
 # --- flow control (``jobs.store.claim_flowed``): the claim of jobs with limits ---
 #
-# One round is a short transaction of three round trips (``_FlowRound``): BEGIN and the
-# candidates; the gates' locks and, by a statement of its own after them, the counts; the
-# update and COMMIT. Several statements go in one round trip as one text (Django's
+# One round is a short transaction of two or three round trips (``_FlowRound``): BEGIN, the
+# type and queue gates' locks the store expects and the counts under them, and the
+# candidates; the per-key gates' locks and their counts (when the candidates have keys of
+# their own); the update and COMMIT. Several statements go in one round trip as one text (Django's
 # client-side binding sends them as one query; each statement still reads its own
 # snapshot), so a claim under limits costs three round trips where the plain claim costs one.
 
@@ -162,7 +163,7 @@ SELECT 'key', concurrency_key, count(*) FROM jobs_job
  GROUP BY concurrency_key
 UNION ALL
 SELECT 'queue', queue, count(*) FROM jobs_job
- WHERE status = 'running' AND queue = ANY(%(queues)s::varchar[])
+ WHERE status = 'running' AND queue = ANY(%(counted)s::varchar[])
  GROUP BY queue
 UNION ALL
 SELECT 'now', NULL, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
@@ -382,21 +383,31 @@ class _FlowRound:
         waiting_keys: Sequence[str],
         *,
         keyed_only: bool = False,
-    ) -> list[Candidate]:
+        first: Locks | None = None,
+    ) -> tuple[list[Candidate], dict[str, str], Running | None]:
         statement = FLOW_CANDIDATES_KEYED if keyed_only else FLOW_CANDIDATES
+        params = {
+            "queues": list(queues),
+            "limit": limit,
+            "full": list(full_keys),
+            "waiting": list(waiting_keys),
+        }
         self.open = True
-        [rows] = self._run(
-            "BEGIN;" + statement,
-            {"queues": list(queues), "limit": limit, "full": list(full_keys), "waiting": list(waiting_keys)},
+        if first is None:
+            [rows] = self._run("BEGIN;" + statement, params)
+            return [Candidate(*row) for row in rows], {}, None
+        locked, counted, rows = self._run(
+            "BEGIN;" + FLOW_LOCK_GATES + ";" + FLOW_RUNNING + ";" + statement,
+            {**params, "gates": list(first.gates), "keys": list(first.keys), "counted": list(first.queues)},
         )
-        return [Candidate(*row) for row in rows]
+        return [Candidate(*row) for row in rows], dict(locked), _running(counted)
 
     def lock_and_count(
         self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
     ) -> tuple[dict[str, str], Running]:
         locked, counted = self._run(
             FLOW_LOCK_GATES + ";" + FLOW_RUNNING,
-            {"gates": list(gates), "keys": list(keys), "queues": list(queues)},
+            {"gates": list(gates), "keys": list(keys), "counted": list(queues)},
         )
         return dict(locked), _running(counted)
 

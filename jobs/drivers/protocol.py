@@ -100,6 +100,15 @@ class TaskRow(NamedTuple):
     tried: bool  # whether the job has failed tries (rows in jobs_attempt)
 
 
+class Locks(NamedTuple):
+    """What ``FlowTransaction.lock_and_count`` locks and counts: gates, concurrency keys,
+    queues."""
+
+    gates: Sequence[str]
+    keys: Sequence[str]
+    queues: Sequence[str]
+
+
 class FlowTransaction(Protocol):
     """The steps of one round of a flow-controlled claim, in its transaction, in this order;
     the store decides between the second and the third (``jobs.flow.admission``)."""
@@ -112,11 +121,14 @@ class FlowTransaction(Protocol):
         waiting_keys: Sequence[str],
         *,
         keyed_only: bool = False,
-    ) -> list[Candidate]:
+        first: Locks | None = None,
+    ) -> tuple[list[Candidate], dict[str, str], Running | None]:
         """Lock up to ``limit`` due queued jobs of ``queues`` in claim order, skipping rows
         another session holds and jobs whose concurrency key is in ``full_keys`` or whose
         rate key is in ``waiting_keys``. With ``keyed_only``, only jobs that carry a limit
-        key (``jobs_claim_keyed``)."""
+        key (``jobs_claim_keyed``). With ``first``, before the candidates (in the same round
+        trip where the database allows): ``lock_and_count(*first)``, whose answer comes
+        back with them (else ``{}`` and None)."""
         ...
 
     def lock_and_count(

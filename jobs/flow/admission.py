@@ -25,17 +25,38 @@ __all__ = ["Admission", "Candidate", "Rules", "admit"]
 
 @dataclass(frozen=True)
 class Rules:
-    """The limits a claim enforces: the queues' (those with limits) and each type's."""
+    """The limits a claim enforces: the queues' (those with limits) and each type's. Made
+    for one claim: it remembers what it looked up (a claim asks about each candidate
+    several times, and about each type for every candidate of it)."""
 
     queues: Mapping[str, QueueLimits]
     type_limits: Callable[[str], TypeLimits | None]
+    _limits: dict[str, TypeLimits | None] = field(default_factory=dict, compare=False, repr=False)
+    _keys: dict[Candidate, tuple[str | None, str | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def limits(self, type_name: str) -> TypeLimits | None:
+        try:
+            return self._limits[type_name]
+        except KeyError:
+            found = self._limits[type_name] = self.type_limits(type_name)
+            return found
 
     def keys(self, candidate: Candidate) -> tuple[str | None, str | None]:
         """The candidate's (concurrency key, rate key) under its type's limits now."""
-        limits = self.type_limits(candidate.type)
-        if limits is None:
-            return None, None
-        return limits.effective(candidate.type, (candidate.concurrency_key, candidate.rate_key))
+        try:
+            return self._keys[candidate]
+        except KeyError:
+            pass
+        limits = self.limits(candidate.type)
+        found = (
+            (None, None)
+            if limits is None
+            else limits.effective(candidate.type, (candidate.concurrency_key, candidate.rate_key))
+        )
+        self._keys[candidate] = found
+        return found
 
     def gates(self, candidates: Iterable[Candidate]) -> set[str]:
         """Every gate a claim of these candidates locks: each limited queue's and each key's."""
@@ -91,6 +112,7 @@ def admit(
     taken_queues: Counter[str] = Counter()
     taken_rates: Counter[str] = Counter()
     periods: dict[str, int] = {}  # the longest period each rate gate was held to
+    used: dict[tuple[str, int], int] = {}  # the starts in each gate's window, before this claim
 
     def rate_full(gate: str, rate: Rate) -> int | None:
         """When ``gate``'s window has room again, if it has none now; None if it has. "Room"
@@ -98,7 +120,9 @@ def admit(
         waiting on a rate claims them together, not one start per claim."""
         periods[gate] = max(periods.get(gate, 0), rate.period)
         window = windows.get(gate) or Window()
-        if window.used(now, rate) + taken_rates[gate] < rate.count:
+        if (gate, rate.period) not in used:
+            used[gate, rate.period] = window.used(now, rate)
+        if used[gate, rate.period] + taken_rates[gate] < rate.count:
             return None
         need = max(1, min(want, int(rate.count * GATHER)))
         return window.frees_at(now, rate, taken_rates[gate], need)
@@ -108,7 +132,7 @@ def admit(
             break
         queue = candidate.queue
         queue_limits = rules.queues.get(queue) or QueueLimits(queue)
-        type_limits = rules.type_limits(candidate.type) or TypeLimits()
+        type_limits = rules.limits(candidate.type) or TypeLimits()
         concurrency_key, rate_key = rules.keys(candidate)
         rates: list[tuple[str, Rate]] = []
         if queue_limits.rate is not None:

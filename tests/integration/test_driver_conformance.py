@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from jobs import store
 from jobs.drivers import Driver, driver_class
-from jobs.drivers.protocol import Batch
+from jobs.drivers.protocol import Batch, Locks
 from jobs.models import Job, JobAttempt, Status, Worker
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
@@ -271,13 +271,16 @@ def test_flow_transaction__a_round_locks_candidates_counts_under_its_gates_and_c
     _insert(drv)  # no key: left to the plain claim
     running = _insert(drv, concurrency_key="k:2")
     _rows(drv).filter(pk=running.pk).update(status=Status.RUNNING)
-    drv.flow_add_gates(["k:1", "k:2", "r:1"])
+    drv.flow_add_gates(["k:1", "k:2", "r:1", "type:t"])
     drv.flow_add_gates(["k:1"])  # twice: no error
     with drv.flow_transaction() as round_:
-        found = round_.candidates(["default"], 10, [], [], keyed_only=True)
+        found, early, counted_first = round_.candidates(
+            ["default"], 10, [], [], keyed_only=True, first=Locks(["type:t"], ["type:t"], ["default"])
+        )
         assert [c.id for c in found] == [first.pk, full.pk]
         assert found[0][3:] == ("k:1", "r:1")
-        assert round_.candidates(["default"], 10, ["k:2"], ["r:1"], keyed_only=True) == []  # left out
+        assert early == {"type:t": ""} and counted_first.queues == {"default": 1}  # locked before them
+        assert round_.candidates(["default"], 10, ["k:2"], ["r:1"], keyed_only=True)[0] == []  # left out
         recent, counted = round_.lock_and_count(["k:1", "k:2", "r:1", "k:9"], ["k:1", "k:2"], ["default"])
         assert recent == {"k:1": "", "k:2": "", "r:1": ""}  # no gate, no lock: k:9 left out
         assert (counted.keys, counted.queues) == ({"k:2": 1}, {"default": 1})
