@@ -130,7 +130,8 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
 # candidates; the per-key gates' locks and their counts (when the candidates have keys of
 # their own); the update and COMMIT. Several statements go in one round trip as one text (Django's
 # client-side binding sends them as one query; each statement still reads its own
-# snapshot), so a claim under limits costs three round trips where the plain claim costs one.
+# snapshot), so a claim under limits costs two or three round trips where the plain claim
+# costs one.
 
 # Its candidates: locks up to %(limit)s due, queued rows of the queues in claim order,
 # skipping rows another worker holds and the jobs of keys known to be at their limit,
