@@ -356,7 +356,7 @@ class _Notices:
 
 
 class _FlowRound:
-    """One round of a flow-controlled claim in three round trips (see "flow control"
+    """One round of a flow-controlled claim in two or three round trips (see "flow control"
     above): the transaction is begun and ended by the statements' text, the connection
     staying in autocommit for Django. Whatever happens before ``finish`` commits, the
     round ends with a ROLLBACK (which also releases the candidates' and the gates' locks)."""
