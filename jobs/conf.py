@@ -182,6 +182,12 @@ class JobsSettings:
     SCHEDULE_GRACE: float = _setting(60.0, at_least(0))
     SCHEDULE_CATCH_UP_WINDOW: float = _setting(86400.0, at_least(0))
     SCHEDULE_CLOCK_OFFSET: float = _setting(0.0)
+    # Each try's log (jobs.try_log): the lowest level kept, and its bounds per try.
+    TRY_LOG_LEVEL: str = _setting("INFO", one_of("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    TRY_LOG_LINES: int = _setting(1000, at_least(2))
+    TRY_LOG_BYTES: int = _setting(64 * 1024, at_least(1024))
+    # How long the charts' rollup and the queue depth samples are kept (jobs.rollup).
+    ROLLUP_KEEP_DAYS: float = _setting(7.0, at_least(1))
     DJANGO_Q_SCHEDULER_ONLY: bool = _setting(True, old_name="DJANGO_Q_SCHEDULER_ONLY")
     # Dotted names of functions django-q2 may run besides the timers (jobs.schedule_guard).
     DJANGO_Q_ALLOWED_FUNCTIONS: tuple[str, ...] = _setting((), kind=(list, tuple))

@@ -82,6 +82,9 @@ class Job(models.Model):
     # A failed job stays failed (in its queue's failed list) until an operator retries or
     # dismisses it; dismissed, it leaves the failed list and is pruned after the retention.
     dismissed_at = models.DateTimeField(null=True, blank=True)
+    # The W3C trace context of the span current at enqueue (``jobs.tracing``), so the tries
+    # continue the enqueuer's trace; NULL when tracing is off or no span was current.
+    traceparent = models.CharField(max_length=55, null=True, blank=True)  # noqa: DJ001
 
     class Meta:
         db_table = "jobs_job"
@@ -194,6 +197,90 @@ class JobAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} #{self.job_id} try {self.attempt}: {self.error_class}"
+
+
+class TryLog(models.Model):
+    """What a handler logged during one try (``jobs.try_log``), bounded; a try that logged
+    nothing has no row. Written by the supervisor as the progress is (live, at the progress
+    interval) and once more when the try ends; removed with its job (the database cascades).
+
+    ``attempt`` is the claim's (1 for a job's first try after an operator's Retry too); an
+    operator's Retry stamps the logs of the budget it ends with the tries used before it
+    (``earlier``, -1 while the budget is the job's current one), so a try's number in the
+    job's whole life is ``earlier + attempt`` (``Job.earlier_attempts`` while -1)."""
+
+    CURRENT = -1
+
+    # No index of its own: the unique (job, earlier, attempt) index leads with it.
+    job = models.ForeignKey(Job, on_delete=models.DB_CASCADE, related_name="try_logs", db_index=False)
+    attempt = models.PositiveSmallIntegerField()
+    earlier = models.IntegerField(default=CURRENT)
+    text = models.TextField(blank=True, default="")
+    lines = models.PositiveIntegerField(default=0)
+    # Where the log was cut ("" when it was not): the line count or the bytes it reached.
+    cut = models.CharField(max_length=200, blank=True, default="")
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "jobs_try_log"
+        constraints = [
+            models.UniqueConstraint(fields=["job", "earlier", "attempt"], name="jobs_try_log_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"log of #{self.job_id} try {self.attempt}"
+
+    def life_attempt(self, earlier_attempts: int) -> int:
+        """The try's number across the job's life (``JobAttempt.attempt``'s numbering)."""
+        return (earlier_attempts if self.earlier == self.CURRENT else self.earlier) + self.attempt
+
+
+class Rollup(models.Model):
+    """How the tries that finished behaved, summed per span of minutes (1 and 15), queue,
+    type and outcome (``jobs.rollup``): one row per bucket of a log-scale histogram of one
+    measure (wait: due to started; run: started to finished) holding how many tries fell in
+    it. Written once per acknowledgement batch, read by the charts and the Prometheus
+    histograms, pruned on its own retention (``JOBS_ROLLUP_KEEP_DAYS``)."""
+
+    span = models.PositiveSmallIntegerField()  # minutes
+    minute = models.DateTimeField()  # the span's start
+    queue = models.CharField(max_length=50)
+    type = models.CharField(max_length=100)
+    outcome = models.CharField(max_length=10)  # succeeded, failed, retried
+    measure = models.CharField(max_length=1)  # "w" (wait) or "r" (run)
+    bucket = models.SmallIntegerField()
+    tries = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "jobs_rollup"
+        constraints = [
+            # The upsert's key, and the charts' range scan (span, then minute).
+            models.UniqueConstraint(
+                fields=["span", "minute", "queue", "type", "outcome", "measure", "bucket"],
+                name="jobs_rollup_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.minute:%Y-%m-%d %H:%M} {self.queue} {self.type} {self.outcome}"
+
+
+class QueueDepth(models.Model):
+    """A queue's depth at one minute (due and running jobs), sampled by one worker of the
+    fleet a minute (``jobs.rollup.sample_depth``); the row of queue "" marks the minute as
+    taken. Pruned with the rollup."""
+
+    minute = models.DateTimeField()
+    queue = models.CharField(max_length=50)
+    due = models.IntegerField(default=0)
+    running = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "jobs_queue_depth"
+        constraints = [models.UniqueConstraint(fields=["minute", "queue"], name="jobs_queue_depth_once")]
+
+    def __str__(self) -> str:
+        return f"{self.minute:%Y-%m-%d %H:%M} {self.queue}"
 
 
 class Worker(models.Model):

@@ -27,13 +27,15 @@ from django.db.models.functions import Now
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
-from jobs import registry, retries, validation
+from jobs import registry, retries, rollup, tracing, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.orm import claimed_row_fields
 from jobs.drivers.protocol import Batch, ClaimedJob
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
-from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
+from jobs.models import ACTIVE, Job, JobAttempt, Status, TryLog, Worker
+from jobs.rollup import Finished
+from jobs.try_log import Log
 
 logger = logging.getLogger("jobs.store")
 
@@ -97,6 +99,7 @@ def enqueue(
         "payload": payload,
         "max_attempts": job_type.attempts,
         "dedupe_key": dedupe_key,
+        "traceparent": tracing.traceparent(),
     }
     if run_at is not None:
         fields["run_at"] = run_at
@@ -131,6 +134,7 @@ def enqueue_task(
         "payload": payload,
         "max_attempts": max_attempts,
         "dedupe_key": None,
+        "traceparent": tracing.traceparent(),
     }
     run_at = validation.run_at(run_at)
     if run_at is not None:
@@ -186,6 +190,7 @@ def enqueue_many(
     run_at = validation.run_at(run_at)
     priority_number = validation.priority(priority if priority is not None else job_type.priority)
     added = 0
+    parent = tracing.traceparent()
     for start in range(0, len(texts), batch_size):
         added += driver().insert_many(
             Batch(
@@ -196,6 +201,7 @@ def enqueue_many(
                 run_at=run_at,
                 payloads=texts[start : start + batch_size],
                 dedupe_keys=keys[start : start + batch_size],
+                traceparent=parent,
             )
         )
     return added
@@ -234,11 +240,22 @@ def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str
     """
     if not done:
         return []
-    applied = driver().complete_many(worker, done, results)
+    finished = driver().complete_many(worker, done, results)
+    applied = [job.id for job in finished]
     if len(applied) != len(done):
         dropped = sorted({job_id for job_id, _ in done} - set(applied))
         logger.warning("Dropped late results of jobs %s: no longer running under %s.", dropped, worker)
+    # The charts' rollup: one more statement for the whole batch (``jobs.rollup``).
+    rollup.record([Finished(job.queue, job.type, rollup.SUCCEEDED, job.waited, job.ran) for job in finished])
     return applied
+
+
+def count_settled(job_ids: Sequence[int]) -> None:
+    """Add atomic jobs that committed their own success (``complete_in_transaction``) to the
+    rollup: the supervisor hears of them after the fact, so their times are read back."""
+    if job_ids:
+        done = driver().done(job_ids)
+        rollup.record([Finished(job.queue, job.type, rollup.SUCCEEDED, job.waited, job.ran) for job in done])
 
 
 def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
@@ -279,6 +296,7 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
             logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
             return None
         now = timezone.now()
+        tried = _finished(job, now, "")
         job.error = failure.text
         if retries.retried(job.attempts, job.max_attempts, retryable=failure.retryable):
             job.status = Status.QUEUED
@@ -289,7 +307,19 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
             job.finished_at = now
         job.save(update_fields=["status", "error", "run_at", "heartbeat_at", "finished_at"])
         _record_attempt(job, worker, failure)
+    rollup.record([tried.with_outcome(_outcome_of(job))])
     return job.status
+
+
+def _finished(job: Job, now: datetime, outcome: str) -> Finished:
+    """A try that ended now, as the rollup counts it (read before the row changes)."""
+    waited = (job.started_at - job.run_at).total_seconds() if job.started_at else None
+    ran = (now - job.started_at).total_seconds() if job.started_at else None
+    return Finished(job.queue, job.type, outcome, waited, ran)
+
+
+def _outcome_of(job: Job) -> str:
+    return rollup.RETRIED if job.status == Status.QUEUED else rollup.FAILED
 
 
 def _record_attempt(job: Job, worker: str, failure: Failure, outcome: str | None = None) -> None:
@@ -459,6 +489,8 @@ def retry(job: Job | int) -> Job:
             if row.status != Status.FAILED:
                 raise InvalidTransition(f"Only a failed job can be retried; job #{row.pk} is {row.status}.")
             row.status = Status.QUEUED
+            # The logs of the tries this budget used keep their numbers across the retry.
+            TryLog.objects.filter(job_id=row.pk, earlier=TryLog.CURRENT).update(earlier=row.earlier_attempts)
             row.earlier_attempts += row.attempts
             row.attempts = 0
             row.error = ""
@@ -532,10 +564,12 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
     reaper holds) counts as a lost try: queued again after its backoff, or failed."""
     requeued = failed = 0
     queues: set[str] = set()
+    lost_tries: list[Finished] = []
     with transaction.atomic():
         jobs = lock_running()
         now = timezone.now()
         for job in jobs:
+            tried = _finished(job, now, "")
             worker = job.locked_by or ""
             lost = Failure("WorkerLost", f"Worker {worker} stopped answering.", retryable=True)
             if not retries.retried(job.attempts, job.max_attempts):
@@ -563,7 +597,9 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
                 ]
             )
             _record_attempt(job, worker, lost)
+            lost_tries.append(tried.with_outcome(_outcome_of(job)))
         notify(queues)
+    rollup.record(lost_tries)
     if requeued or failed:
         logger.warning(
             "Reaper took back %d jobs (%d requeued, %d failed).", requeued + failed, requeued, failed
@@ -582,4 +618,42 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     cutoff = timezone.now() - older_than
     total = driver().prune(finished_before=cutoff, dismissed_before=cutoff, batch_size=batch_size)
     Worker.objects.filter(stopped_at__lt=cutoff).delete()
+    rollup.prune()  # on its own retention; the tries' logs went with their jobs (cascade)
     return total
+
+
+# --- the tries' logs (``jobs.try_log``) ------------------------------------------------------
+
+
+def save_try_logs(logs: Sequence[tuple[int, int, Log]]) -> int:
+    """Store what each ``(job id, attempt)`` try logged, replacing what was written of it
+    while it ran: one statement for the batch. Returns how many were written."""
+    now = timezone.now()
+    latest = {(job_id, attempt): log for job_id, attempt, log in logs}  # one row per try
+    rows = [
+        TryLog(job_id=job_id, attempt=attempt, text=log.text, lines=log.lines, cut=log.cut, updated_at=now)
+        for (job_id, attempt), log in latest.items()
+    ]
+    return _upsert_logs(rows)
+
+
+def save_live_log(job_id: int, attempt: int, text: str) -> int:
+    """Store what a running try has logged so far (the supervisor, at the progress interval)."""
+    lines = text.count("\n")
+    row = TryLog(job_id=job_id, attempt=attempt, text=text, lines=lines, updated_at=timezone.now())
+    return _upsert_logs([row])
+
+
+def _upsert_logs(rows: list[TryLog]) -> int:
+    try:
+        with transaction.atomic():
+            TryLog.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["job", "earlier", "attempt"],
+                update_fields=["text", "lines", "cut", "updated_at"],
+            )
+    except IntegrityError:  # a job pruned meanwhile: its log has nowhere to go
+        logger.warning("Could not store the logs of %d tries.", len(rows), exc_info=True)
+        return 0
+    return len(rows)

@@ -19,7 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from jobs.drivers.orm import OrmDriver, placeholders
-from jobs.drivers.protocol import Batch, ClaimedJob
+from jobs.drivers.protocol import Batch, ClaimedJob, Done
 
 # --- schema (migration 0010) ---
 
@@ -110,9 +110,13 @@ SELECT id, type, payload, attempts, max_attempts, queue FROM jobs_job
 
 # The acknowledgement, fenced in two statements of one short transaction: lock the rows
 # still running under this worker (by primary key), keep those whose attempt matches, and
-# mark those succeeded.
+# mark those succeeded. The lock's read also gives what the rollup of finished tries needs
+# (``jobs.rollup``): queue, type, the wait (due to started) and the run so far, in seconds.
 LOCK_RUNNING = """
-SELECT id, attempts FROM jobs_job
+SELECT id, attempts, queue, type,
+       TIMESTAMPDIFF(MICROSECOND, run_at, started_at) / 1e6,
+       TIMESTAMPDIFF(MICROSECOND, started_at, CURRENT_TIMESTAMP(6)) / 1e6
+  FROM jobs_job
  WHERE id IN ({ids}) AND status = 'running' AND locked_by = %s
    FOR UPDATE
 """
@@ -131,9 +135,9 @@ UPDATE jobs_job
 # every other value was checked before (``jobs.validation``), so it hides nothing else.
 INSERT_MANY = """
 INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at, max_attempts,
-                             created_at, status, attempts, progress_message, error, message,
-                             earlier_attempts)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                             created_at, traceparent, status, attempts, progress_message, error,
+                             message, earlier_attempts)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
 
@@ -183,6 +187,10 @@ SWAP_STATEMENT_TIME = (
 RESTORE_STATEMENT_TIME = "SET @@SESSION.max_statement_time = @jobs_statement_time"
 
 
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)  # a Decimal, from the division
+
+
 def step_lock_key(name: str) -> int:
     """The number a timer step's lock name carries (see ``_TIMER_STEP_LOCK``)."""
     return zlib.crc32(name.encode())
@@ -206,7 +214,7 @@ class MariaDBDriver(OrmDriver):
                 INSERT_MANY,
                 [
                     (batch.type, batch.queue, batch.priority, text, key, batch.run_at or now,
-                     batch.max_attempts, now, *INSERT_MANY_CONSTANTS)
+                     batch.max_attempts, now, batch.traceparent, *INSERT_MANY_CONSTANTS)
                     for text, key in zip(batch.payloads, batch.dedupe_keys, strict=True)
                 ],
             )  # fmt: skip
@@ -227,7 +235,7 @@ class MariaDBDriver(OrmDriver):
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
-    ) -> list[int]:
+    ) -> list[Done]:
         if results is not None:
             return super().complete_many(worker, done, results)
         # Two statements in one short transaction, whatever the batch's size.
@@ -235,10 +243,22 @@ class MariaDBDriver(OrmDriver):
         attempt_of = dict(done)
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
             cursor.execute(LOCK_RUNNING.format(ids=placeholders(ids)), [*ids, worker])
-            applied = [job_id for job_id, attempts in cursor.fetchall() if attempt_of[job_id] == attempts]
+            applied = [
+                Done(job_id, queue, type_name, _float(waited), _float(ran))
+                for job_id, attempts, queue, type_name, waited, ran in cursor.fetchall()
+                if attempt_of[job_id] == attempts
+            ]
             if applied:
-                cursor.execute(COMPLETE.format(ids=placeholders(applied)), applied)
+                ids = [job.id for job in applied]
+                cursor.execute(COMPLETE.format(ids=placeholders(ids)), ids)
         return applied
+
+    # The rollup's upsert (``add_to_rollup``) in MariaDB's words.
+    ADD_TO_ROLLUP = """
+INSERT INTO jobs_rollup (span, minute, queue, type, outcome, measure, bucket, tries)
+VALUES {values}
+    ON DUPLICATE KEY UPDATE tries = tries + VALUES(tries)
+"""
 
     @contextmanager
     def try_lock_steps(self, session: BaseDatabaseWrapper, names: Sequence[str]) -> Iterator[bool]:

@@ -24,8 +24,12 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from jobs.drivers.protocol import Batch, ClaimedJob, Subscription, TaskRow
+from jobs.drivers.protocol import Batch, ClaimedJob, Done, RollupRow, Subscription, TaskRow
 from jobs.models import Job, JobAttempt, Status, Worker
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    return None if start is None or end is None else (end - start).total_seconds()
 
 
 def placeholders(values: Sequence[object]) -> str:
@@ -111,6 +115,7 @@ class OrmDriver:
                 dedupe_key=key,
                 max_attempts=batch.max_attempts,
                 run_at=batch.run_at or now,
+                traceparent=batch.traceparent,
             )
             for text, key in zip(batch.payloads, batch.dedupe_keys, strict=True)
         ]
@@ -145,7 +150,7 @@ class OrmDriver:
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
-    ) -> list[int]:
+    ) -> list[Done]:
         applied = []
         with transaction.atomic(using=self.alias):
             for index, (job_id, attempt) in enumerate(done):
@@ -161,7 +166,43 @@ class OrmDriver:
                     **stored,
                 ):
                     applied.append(job_id)
-        return applied
+        return self.done(applied)
+
+    def done(self, job_ids: Sequence[int]) -> list[Done]:
+        """The jobs just marked succeeded, as ``complete_many`` returns them (one read)."""
+        if not job_ids:
+            return []
+        rows = (
+            self.jobs()
+            .filter(pk__in=job_ids)
+            .values_list("id", "queue", "type", "run_at", "started_at", "finished_at")
+        )
+        return [
+            Done(job_id, queue, type_name, _seconds(run_at, started_at), _seconds(started_at, finished_at))
+            for job_id, queue, type_name, run_at, started_at, finished_at in rows
+        ]
+
+    # The rollup's upsert (``add_to_rollup``), as PostgreSQL and SQLite (3.24+) write it.
+    ADD_TO_ROLLUP = """
+INSERT INTO jobs_rollup (span, minute, queue, type, outcome, measure, bucket, tries)
+VALUES {values}
+    ON CONFLICT (span, minute, queue, type, outcome, measure, bucket)
+    DO UPDATE SET tries = jobs_rollup.tries + excluded.tries
+"""
+
+    def add_to_rollup(self, rows: Sequence[RollupRow]) -> None:
+        if not rows:
+            return
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+        params = [self._rollup_value(value) for row in rows for value in row]
+        with self.cursor() as cursor:
+            cursor.execute(self.ADD_TO_ROLLUP.format(values=values), params)
+
+    def _rollup_value(self, value: Any) -> Any:
+        # A moment as the connection stores it (UTC, aware or naive as the backend wants).
+        if isinstance(value, datetime):
+            return self.connection.ops.adapt_datetimefield_value(value)
+        return value
 
     def _fenced(self, worker: str, job_id: int, attempt: int) -> QuerySet[Job]:
         return self.jobs().filter(id=job_id, attempts=attempt, locked_by=worker, status=Status.RUNNING)

@@ -24,7 +24,7 @@ from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
-from jobs.drivers.protocol import Batch, ClaimedJob, TaskRow
+from jobs.drivers.protocol import Batch, ClaimedJob, Done, TaskRow
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -73,32 +73,43 @@ SELECT id, type, payload, attempts, max_attempts, queue FROM claimed ORDER BY pr
 CLAIM_ONE_QUEUE = _CLAIM.format(queue_condition="queue = %(queue)s")
 CLAIM_QUEUES = _CLAIM.format(queue_condition="queue = ANY(%(queues)s::varchar[])")
 
+# What an acknowledgement returns of each job it marked succeeded: what the rollup of
+# finished tries counts it by (``jobs.rollup``), its wait (due to started) and its run, in
+# seconds. Read from the row the UPDATE already holds: no statement of its own.
+_DONE = (
+    "j.id, j.queue, j.type, extract(epoch FROM j.started_at - j.run_at)::float8, "
+    "extract(epoch FROM j.finished_at - j.started_at)::float8"
+)
+
 # Marks many jobs succeeded in one statement, fenced: a row counts only while it is still
 # running under this worker and the same attempt (a reaped job's late result is dropped).
 # Each id's attempt is looked up by its position in the array, not by joining an unnest:
 # the generic plan of a join would compare every row with every pair.
-COMPLETE = """
+_COMPLETE = """
 UPDATE jobs_job AS j
    SET status = 'succeeded', finished_at = now(), progress = 100, error = ''
  WHERE j.id = ANY(%(ids)s::bigint[])
    AND j.attempts = (%(attempts)s::int[])[array_position(%(ids)s::bigint[], j.id)]
    AND j.status = 'running' AND j.locked_by = %(worker)s
-RETURNING j.id
+RETURNING {returning}
 """
 
 # COMPLETE for jobs that return a result (django.tasks tasks, ``jobs.backends``): the same
 # fence and the same lookup by position, plus each job's result (JSON text) stored with it.
 # Jobs without a result never take this statement, so the common acknowledgement above
 # carries no result column at all.
-COMPLETE_WITH_RESULTS = """
+_COMPLETE_WITH_RESULTS = """
 UPDATE jobs_job AS j
    SET status = 'succeeded', finished_at = now(), progress = 100, error = '',
        result = ((%(results)s::text[])[array_position(%(ids)s::bigint[], j.id)])::jsonb
  WHERE j.id = ANY(%(ids)s::bigint[])
    AND j.attempts = (%(attempts)s::int[])[array_position(%(ids)s::bigint[], j.id)]
    AND j.status = 'running' AND j.locked_by = %(worker)s
-RETURNING j.id
+RETURNING {returning}
 """
+
+COMPLETE = _COMPLETE.format(returning=_DONE)
+COMPLETE_WITH_RESULTS = _COMPLETE_WITH_RESULTS.format(returning=_DONE)
 
 # The rows django.tasks tasks' results are built from (``jobs.task_results``): a worker's
 # child reads those of a batch before running it, ``get_result`` reads one. Primary-key
@@ -122,9 +133,9 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
 # transaction not yet committed makes it wait for that transaction, so only one inserts.
 INSERT_ONE = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
-                      attempts, max_attempts, progress_message, error, message)
+                      attempts, max_attempts, progress_message, error, message, traceparent)
 VALUES (%(type)s, %(queue)s, %(priority)s, 'queued', %(payload)s::jsonb, %(dedupe_key)s,
-        COALESCE(%(run_at)s::timestamptz, now()), 0, %(max_attempts)s, '', '', '')
+        COALESCE(%(run_at)s::timestamptz, now()), 0, %(max_attempts)s, '', '', '', %(traceparent)s)
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
 RETURNING id, run_at, created_at
@@ -135,9 +146,9 @@ RETURNING id, run_at, created_at
 # like INSERT_ONE it locks only the rows it adds.
 INSERT_MANY = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
-                      attempts, max_attempts, progress_message, error, message)
+                      attempts, max_attempts, progress_message, error, message, traceparent)
 SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.dedupe_key,
-       COALESCE(%(run_at)s, now()), 0, %(max_attempts)s, '', '', ''
+       COALESCE(%(run_at)s, now()), 0, %(max_attempts)s, '', '', '', %(traceparent)s
   FROM unnest(%(payloads)s::text[], %(dedupe_keys)s::text[]) AS item(payload, dedupe_key)
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
@@ -287,7 +298,13 @@ class PostgresDriver(OrmDriver):
     def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:
         # One prepared statement and one round trip: enqueue is on every producer's path.
         rows = self.execute_prepared(
-            INSERT_ONE, {**fields, "payload": payload_text, "run_at": fields.get("run_at")}
+            INSERT_ONE,
+            {
+                **fields,
+                "payload": payload_text,
+                "run_at": fields.get("run_at"),
+                "traceparent": fields.get("traceparent"),
+            },
         )
         if not rows:
             return None
@@ -314,6 +331,7 @@ class PostgresDriver(OrmDriver):
                     "max_attempts": batch.max_attempts,
                     "payloads": list(batch.payloads),
                     "dedupe_keys": list(batch.dedupe_keys),
+                    "traceparent": batch.traceparent,
                 },
             )
             return cursor.rowcount
@@ -331,7 +349,7 @@ class PostgresDriver(OrmDriver):
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
-    ) -> list[int]:
+    ) -> list[Done]:
         params: dict[str, Any] = {
             "ids": [job_id for job_id, _ in done],
             "attempts": [attempt for _, attempt in done],
@@ -341,7 +359,7 @@ class PostgresDriver(OrmDriver):
             rows = self.execute_prepared(COMPLETE, params)
         else:
             rows = self.execute_prepared(COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
-        return [row[0] for row in rows]
+        return [Done(*row) for row in rows]
 
     def notify(self, queues: Sequence[str]) -> None:
         if not queues:

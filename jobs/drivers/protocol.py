@@ -36,6 +36,22 @@ class ClaimedJob(NamedTuple):
     queue: str  # the row's, which a lane's fair share counts by
 
 
+class Done(NamedTuple):
+    """A job an acknowledgement marked succeeded, with what the rollup needs of it
+    (``jobs.rollup``): its queue and type, and its try's times in seconds."""
+
+    id: int
+    queue: str
+    type: str
+    waited: float | None  # from due (run_at) to started
+    ran: float | None  # from started to finished
+
+
+#: One row of the rollup's upsert: span (minutes), the span's start, queue, type, outcome,
+#: measure ("w" wait, "r" run), bucket, and how many tries to add to it.
+RollupRow = tuple[int, datetime, str, str, str, str, int, int]
+
+
 @dataclass(frozen=True)
 class Batch:
     """Many jobs of one type for ``Driver.insert_many``: one payload (JSON text) and one
@@ -48,6 +64,7 @@ class Batch:
     run_at: datetime | None
     payloads: Sequence[str]
     dedupe_keys: Sequence[str | None]
+    traceparent: str | None = None  # the enqueuer's trace context (``jobs.tracing``)
 
 
 class TaskRow(NamedTuple):
@@ -123,10 +140,10 @@ class Driver(Protocol):
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
-    ) -> list[int]:
+    ) -> list[Done]:
         """Mark ``(id, attempt)`` pairs succeeded, each only while it is still running under
         ``worker`` and that attempt (with its result, JSON text, when ``results`` is given);
-        returns the ids that applied."""
+        returns the jobs that applied, with their queue, type and times (``Done``)."""
         ...
 
     def set_state_if_running(self, worker: str, job_id: int, attempt: int, **changes: Any) -> bool:
@@ -155,6 +172,15 @@ class Driver(Protocol):
         """Delete succeeded and cancelled jobs finished before ``finished_before`` and
         failed ones dismissed before ``dismissed_before``, in batches of ``batch_size``,
         each its own short transaction; returns how many."""
+        ...
+
+    def done(self, job_ids: Sequence[int]) -> list[Done]:
+        """These jobs as ``complete_many`` returns them (an atomic job's own success)."""
+        ...
+
+    def add_to_rollup(self, rows: Sequence[RollupRow]) -> None:
+        """Add each row's count to its rollup row (``jobs.rollup``), creating the rows that do
+        not exist yet: one statement, locking the rows in the order given."""
         ...
 
     # --- wake-up ---

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING
 import django
 from django.db import transaction
 
-from jobs import registry, retries
+from jobs import registry, retries, tracing, try_log
+from jobs.conf import jobs_settings
 from jobs.context import JobContext
 from jobs.errors import FencedOff, RetryLater, UnknownJobType
 from jobs.worker import messages
@@ -58,6 +59,26 @@ def main(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _exit_with(supervisor_pid)
     django.setup()
+
+    global _capture
+    _capture = try_log.install(
+        jobs_settings.TRY_LOG_LEVEL, jobs_settings.TRY_LOG_LINES, jobs_settings.TRY_LOG_BYTES, progress.log
+    )
+    tracer = tracing.child_tracer()  # None unless OpenTelemetry is installed and configured
+
+    try:
+        _serve(conn, state, progress, worker, tracer)
+    finally:
+        tracing.flush()  # a child ends without atexit: its last spans go out now
+
+
+def _serve(
+    conn: Connection,
+    state: SharedState,
+    progress: ProgressSlot,
+    worker: str,
+    tracer: tracing.ChildTracer | None,
+) -> None:
     from django.db import close_old_connections
 
     while True:
@@ -68,11 +89,17 @@ def main(
         if isinstance(message, Stop):
             return
         _read_ahead(message.jobs)
+        traced = tracer.batch(message.jobs) if tracer is not None else None
         for index, (job_id, type_name, payload_text, attempt, max_attempts, _) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
             reporter = functools.partial(progress.put, job_id, attempt)
-            outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, reporter)
+            if traced is not None:
+                with traced.span(index):
+                    outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, reporter)
+                    traced.ended(index, outcome)
+            else:
+                outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, reporter)
             if outcome is SUCCEEDED:
                 continue  # the end of the batch acknowledges it
             if outcome.kind in (Kind.FAILED, Kind.POSTPONED):
@@ -128,6 +155,11 @@ def _send(conn: Connection, message: FromChild) -> bool:
     return True
 
 
+# The capture of the tries' logs, once ``main`` installed it (a child process); None where
+# ``run`` is called in another process (``jobs.testing``), whose tries keep no log.
+_capture: try_log.Capture | None = None
+
+
 def run(
     job_id: int,
     type_name: str,
@@ -142,7 +174,28 @@ def run(
     postponed by the ``RetryLater`` it raised (an atomic job's writes are rolled back
     first), or, for an atomic job, settled in its own transaction. ``report`` takes the
     handler's progress (``jobs.worker.progress``: the supervisor writes it to the row).
+    What the handler logged comes with the outcome (``jobs.try_log``; None if nothing).
     """
+    capture = _capture
+    if capture is None:
+        return _run(job_id, type_name, payload_text, attempt, max_attempts, worker, report)
+    capture.start(job_id, attempt)
+    try:
+        outcome = _run(job_id, type_name, payload_text, attempt, max_attempts, worker, report)
+    finally:
+        log = capture.finish()
+    return outcome if log is None else outcome._replace(log=log)
+
+
+def _run(
+    job_id: int,
+    type_name: str,
+    payload_text: str,
+    attempt: int,
+    max_attempts: int,
+    worker: str,
+    report: Callable[[int, str], None],
+) -> Outcome:
     try:
         job_type = registry.lookup(type_name)
         payload = json.loads(payload_text)

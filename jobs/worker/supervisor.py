@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jobs import registry, store, workers
+from jobs import registry, rollup, store, tracing, workers
 from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
@@ -66,6 +66,7 @@ class Supervisor:
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
         self.next_poll = 0.0
+        self.next_depth_sample = 0.0  # when this worker next tries to sample the queue depths
         self.burst_rechecked = False
         self.window = jobs_settings.PREFETCH_WINDOW
         self.max_prefetch = jobs_settings.MAX_PREFETCH
@@ -271,6 +272,11 @@ class Supervisor:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):
             self._connect_listener()
+        if now >= self.next_depth_sample and self.db.available(now):
+            # One worker of the fleet samples each minute's queue depths (jobs.rollup);
+            # the others find the minute booked.
+            self.db.call(rollup.sample_depth)
+            self.next_depth_sample = now + 60.0 - time.time() % 60.0 + 1.0
         if self.schedules.due(now) and self.db.available(now):
             enqueued = self.db.call(self.schedules.tick)
             for lane in self.lanes if enqueued else ():
@@ -327,9 +333,12 @@ class Supervisor:
             queues, limit = lane.claimable(want, size, self.max_prefetch)
             if not queues:
                 return
+            began = time.time_ns()
             claimed = self.db.call(store.claim, self.name, queues, limit)
             if claimed is None:
                 return
+            if claimed:
+                tracing.record("jobs.claim", began, **{"jobs.count": len(claimed), "jobs.worker": self.name})
             lane.buffer.extend(claimed)
             if claimed:
                 self.burst_rechecked = False

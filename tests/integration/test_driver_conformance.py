@@ -260,7 +260,12 @@ def test_complete_many__applies_only_to_jobs_still_running_under_the_worker_and_
 
     applied = drv.complete_many("w1", [(mine, 1), (stale, 2), (theirs, 1)], None)
 
-    assert applied == [mine]
+    assert [job.id for job in applied] == [mine]
+    # With what the rollup of finished tries needs: queue, type, wait and run in seconds.
+    done = applied[0]
+    assert (done.queue, done.type) == ("default", _rows(drv).get(pk=mine).type)
+    assert done.waited is not None and 0 <= done.waited < 60
+    assert done.ran is not None and 0 <= done.ran < 60
     assert _rows(drv).get(pk=mine).status == Status.SUCCEEDED
     assert _rows(drv).get(pk=mine).finished_at is not None
     assert set(_rows(drv).filter(pk__in=[stale, theirs]).values_list("status", flat=True)) == {Status.RUNNING}
@@ -272,9 +277,26 @@ def test_complete_many__stores_each_jobs_result(drv):
     first, second = _insert(drv).pk, _insert(drv).pk
     drv.claim("w1", ["default"], 2)
     applied = drv.complete_many("w1", [(first, 1), (second, 1)], ['{"sum": 5}', "null"])
-    assert sorted(applied) == [first, second]
+    assert sorted(job.id for job in applied) == [first, second]
     assert _rows(drv).get(pk=first).result == {"sum": 5}
     assert _rows(drv).get(pk=second).result is None
+
+
+@conformance
+def test_add_to_rollup__adds_to_existing_rows_and_creates_new_ones(drv):
+    from jobs.models import Rollup
+
+    minute = timezone.now().replace(second=0, microsecond=0)
+    drv.add_to_rollup([(1, minute, "q", "t", "succeeded", "r", 5, 3), (1, minute, "q", "t", "succeeded", "w", 0, 3)])
+    drv.add_to_rollup([(1, minute, "q", "t", "succeeded", "r", 5, 2), (15, minute, "q", "t", "failed", "r", 7, 1)])
+
+    rows = Rollup.objects.using(drv.alias).order_by("span", "measure", "bucket")
+    assert [(row.span, row.outcome, row.measure, row.bucket, row.tries) for row in rows] == [
+        (1, "succeeded", "r", 5, 5),
+        (1, "succeeded", "w", 0, 3),
+        (15, "failed", "r", 7, 1),
+    ]
+    assert rows[0].minute == minute
 
 
 @conformance
