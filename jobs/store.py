@@ -647,10 +647,17 @@ def save_live_log(job_id: int, attempt: int, text: str) -> int:
 def _upsert_logs(rows: list[TryLog]) -> int:
     try:
         with transaction.atomic():
+            # Where a database names the key of the conflict (PostgreSQL, SQLite) it is the
+            # unique (job, earlier, attempt); MariaDB's ON DUPLICATE KEY finds it alone.
+            unique = (
+                ["job", "earlier", "attempt"]
+                if connection.features.supports_update_conflicts_with_target
+                else None
+            )
             TryLog.objects.bulk_create(
                 rows,
                 update_conflicts=True,
-                unique_fields=["job", "earlier", "attempt"],
+                unique_fields=unique,
                 update_fields=["text", "lines", "cut", "updated_at"],
             )
     except IntegrityError:  # a job pruned meanwhile: its log has nowhere to go

@@ -31,7 +31,10 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LINE_CHARS = 2000  # one log line at most (a dumped payload, say)
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # all C0 controls but tab and newline
+# A terminal's escape sequences (colours, cursor moves), then every other C0 control but
+# tab and newline.
+_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -40,6 +43,8 @@ def clean(text: str) -> str:
     characters (an ANSI colour code, say) but tab and newline, lone surrogates as U+FFFD."""
     if not text.isascii():
         text = _SURROGATE.sub("\ufffd", text)
+    if "\x1b" in text:
+        text = _ESCAPE.sub("", text)
     return _CONTROL.sub("", text)
 
 

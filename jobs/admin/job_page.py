@@ -33,7 +33,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from jobs import coverage
-from jobs.admin import counting
+from jobs.admin import counting, try_logs
 from jobs.admin.counting import BoundedCountingMixin, Tile, status_counts
 from jobs.admin.display import (
     ERROR_TITLE_CHARS,
@@ -357,12 +357,26 @@ class JobAdmin(
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
+        attempts = self._failed_attempts(object_id)
+        job = self.get_object(request, object_id) if str(object_id).isdigit() else None
+        logs = try_logs.logs_of(job) if job is not None else []
+        try_logs.attach(attempts, logs)
         context = {
-            "failed_attempts": self._failed_attempts(object_id),
+            "failed_attempts": attempts,
+            "try_logs": logs,
+            "job_running": job is not None and job.status == Status.RUNNING,
+            "live_progress": self.progress_text(job) if job is not None else "",
+            "refresh_header": REFRESH_HEADER,
+            "refresh_ms": REFRESH_SECONDS * 1000,
             "can_operate": self.has_operate_permission(request),
             **(extra_context or {}),
         }
-        return super().change_view(request, object_id, form_url, context)
+        response = super().change_view(request, object_id, form_url, context)
+        if request.headers.get(REFRESH_HEADER) and isinstance(response, TemplateResponse):
+            # A running job's page refreshes its progress and its tries' logs in place.
+            response.template_name = "admin/platform/observe/job_refresh.html"
+        patch_vary_headers(response, [REFRESH_HEADER])
+        return response
 
     def _failed_attempts(self, object_id: str) -> list[JobAttempt]:
         """Each try with its error and traceback cut in SQL, as ``shown_error`` and

@@ -2,6 +2,7 @@
 
 import ctypes
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -263,3 +264,20 @@ def dst_daily(*, slot) -> str:
 )
 def dst_ticks(*, slot) -> str:
     return _record_slot("test.dst_ticks", slot)
+
+
+chatty_logger = logging.getLogger("tests.chatty")
+
+
+@job("test.chatty", queue="default", attempts=3, backoff=(0.1,))
+def chatty(ctx: JobContext, *, lines: int = 3, fail_times: int = 0, gate: str = "") -> None:
+    """Logs ``lines`` lines a try (and a DEBUG line, below the default level); the first
+    try waits for ``gate`` after its first line; the first ``fail_times`` tries fail."""
+    chatty_logger.info("try %d line 0 \x00\x1b[31mred\x1b[0m", ctx.attempt)
+    if gate and ctx.attempt == 1:
+        _wait_for_gate(gate)
+    for number in range(1, lines):
+        chatty_logger.info("try %d line %d", ctx.attempt, number)
+    chatty_logger.debug("try %d debug detail", ctx.attempt)
+    if ctx.attempt <= fail_times:
+        raise RuntimeError(f"try {ctx.attempt} failed after logging")
