@@ -193,12 +193,14 @@ class Histogram:
 
 @dataclass
 class Point:
-    """One interval of a chart: tries finished by outcome, the two histograms, the depth."""
+    """One interval of a chart: tries finished by outcome, the wait's and the run's p50 and
+    p95 (seconds; None without tries), and the depth."""
 
     start: datetime
     outcomes: Counter[str] = field(default_factory=Counter)
-    wait: Histogram = field(default_factory=Histogram)
-    run: Histogram = field(default_factory=Histogram)
+    wait: tuple[float | None, float | None] = (None, None)
+    run: tuple[float | None, float | None] = (None, None)
+    tries: int = 0
     due: int | None = None
     running: int | None = None
 
@@ -219,29 +221,36 @@ class Window:
 HOUR = Window("hour", 1, 60)
 DAY = Window("day", 15, 96)
 WINDOWS = {window.name: window for window in (HOUR, DAY)}
+FRACTIONS = (0.5, 0.95)
 
 
 def series(window: Window, queue: str | None = None, now: datetime | None = None) -> list[Point]:
-    """The chart's points: two grouped reads of the rollup's range (span, minute) and one of
-    the depth samples, whatever the size of the jobs table."""
+    """The chart's points: three reads of the rollup's range (span, minute) and of the depth
+    samples, each grouped in the database into a few hundred rows, whatever the size of the
+    jobs table (the percentiles too: ``Driver.rollup_percentiles``)."""
     now = now or timezone.now()
     starts = window.starts(now)
     points = {start: Point(start) for start in starts}
-    rollup = Rollup.objects.filter(span=window.span, minute__gte=starts[0])
+    rollup = Rollup.objects.filter(span=window.span, minute__gte=starts[0], measure=RUN)
     depth = QueueDepth.objects.filter(minute__gte=starts[0]).exclude(queue=DEPTH_MARKER)
     if queue is not None:
         rollup = rollup.filter(queue=queue)
         depth = depth.filter(queue=queue)
-    grouped = rollup.values_list("minute", "outcome", "measure", "bucket").annotate(n=Sum("tries")).order_by()
-    for minute, outcome, measure, index, count in grouped:
+    for minute, outcome, count in rollup.values_list("minute", "outcome").annotate(n=Sum("tries")).order_by():
         point = points.get(_aware(minute))
+        if point is not None:
+            point.outcomes[outcome] += count
+    for minute, measure, total, low, high in driver().rollup_percentiles(
+        window.span, starts[0], queue, FRACTIONS
+    ):
+        point = points.get(minute)
         if point is None:
             continue
+        figures = (bucket_value(low), bucket_value(high))
         if measure == RUN:
-            point.outcomes[outcome] += count
-            point.run.add(index, count)
+            point.run, point.tries = figures, total
         else:
-            point.wait.add(index, count)
+            point.wait = figures
     # The depth of an interval of 15 minutes is its last sample's.
     sampled = depth.values_list("minute").annotate(due=Sum("due"), running=Sum("running")).order_by("minute")
     for minute, due, running in sampled:

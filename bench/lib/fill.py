@@ -203,3 +203,80 @@ def admin_mix(n: int) -> float:
         cursor.execute(ADMIN_MIX_ATTEMPTS.format(**fields))
     analyze(["jobs_job", "jobs_attempt"])
     return time.perf_counter() - started
+
+
+# --- the charts' rollup (jobs.rollup) ------------------------------------------------------
+
+#: (queue, type, median run in ms, median wait in ms) of the synthetic fleet the charts show.
+ROLLUP_TYPES = (
+    ("mail", "mail.send", 120, 40),
+    ("mail", "mail.bounce", 30, 40),
+    ("default", "report.build", 2500, 300),
+    ("default", "cache.warm", 8, 20),
+    ("ai", "ai.classify", 900, 1500),
+    ("index", "index.document", 60, 80),
+)
+_SPREAD = (1, 3, 8, 12, 8, 3, 1)  # the share of each bucket around the median, of 36
+
+
+def rollup_day(per_minute: int, now: object = None) -> tuple[int, float]:
+    """Replace the rollup and the depth samples with a day of a fleet finishing
+    ``per_minute`` tries a minute (by both spans, as the engine writes them), with a backlog
+    in the afternoon that makes the waits and the depth climb; returns (rows, seconds)."""
+    import math
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs import rollup
+    from jobs.models import QueueDepth, Rollup
+
+    started = time.perf_counter()
+    wipe(["jobs_rollup", "jobs_queue_depth"])
+    now = now or timezone.now()
+    last = rollup.span_start(now, 1)  # type: ignore[arg-type]
+    share = per_minute / len(ROLLUP_TYPES)
+    counts: dict[tuple, int] = {}
+    depth: list[QueueDepth] = []
+    for back in range(24 * 60):
+        minute = last - timedelta(minutes=back)
+        phase = math.sin(back / 240) ** 2  # a slow wave over the day
+        spike = 6.0 if 300 <= back <= 360 else 1.0  # a backlog five hours ago
+        for queue, type_name, run_ms, wait_ms in ROLLUP_TYPES:
+            total = share * (0.6 + 0.8 * phase)
+            for outcome, part in ((rollup.SUCCEEDED, 0.975), (rollup.RETRIED, 0.02), (rollup.FAILED, 0.005)):
+                tries = total * part * (4 if outcome != rollup.SUCCEEDED and spike > 1 else 1)
+                for measure, median in ((rollup.WAIT, wait_ms * spike * (1 + phase)), (rollup.RUN, run_ms)):
+                    centre = rollup.bucket(median / 1000)
+                    for offset, weight in enumerate(_SPREAD, start=-3):
+                        count = round(tries * weight / 36)
+                        if count <= 0:
+                            continue
+                        index = max(0, min(rollup.LAST_BUCKET, centre + offset))
+                        for span in rollup.SPANS:
+                            key = (
+                                span,
+                                rollup.span_start(minute, span),
+                                queue,
+                                type_name,
+                                outcome,
+                                measure,
+                                index,
+                            )
+                            counts[key] = counts.get(key, 0) + count
+        for queue in sorted({queue for queue, *_ in ROLLUP_TYPES}):
+            due = int(share * (0.2 + phase) * (40 if spike > 1 else 1))
+            depth.append(QueueDepth(minute=minute, queue=queue, due=due, running=int(8 + 8 * phase)))
+    rows = [
+        Rollup(
+            **dict(
+                zip(("span", "minute", "queue", "type", "outcome", "measure", "bucket"), key, strict=True)
+            ),
+            tries=n,
+        )
+        for key, n in counts.items()
+    ]
+    Rollup.objects.bulk_create(rows, batch_size=5000)
+    QueueDepth.objects.bulk_create(depth, batch_size=5000)
+    analyze(["jobs_rollup", "jobs_queue_depth"])
+    return len(rows) + len(depth), time.perf_counter() - started

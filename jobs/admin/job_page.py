@@ -32,8 +32,8 @@ from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from jobs import coverage
-from jobs.admin import counting, try_logs
+from jobs import coverage, registry
+from jobs.admin import charts, counting, try_logs
 from jobs.admin.counting import BoundedCountingMixin, Tile, status_counts
 from jobs.admin.display import (
     ERROR_TITLE_CHARS,
@@ -209,6 +209,7 @@ class JobAdmin(
             "timers_url": reverse("admin:platform_timer_changelist"),
             "queue_url": f"{url}?status={Status.QUEUED}&queue=",
             "tiles": tiles,
+            "charts": charts.charts_for(self._charted_queue(request)),
             "live": active,
             "refresh_ms": REFRESH_SECONDS * 1000,
             "refresh_seconds": REFRESH_SECONDS,
@@ -225,6 +226,12 @@ class JobAdmin(
             response.template_name = "admin/platform/job/change_list_refresh.html"
         patch_vary_headers(response, [REFRESH_HEADER])
         return response
+
+    @staticmethod
+    def _charted_queue(request: HttpRequest) -> str | None:
+        """The queue the list is filtered by, if it names one the engine knows: its charts."""
+        queue = request.GET.get("queue")
+        return queue if queue in registry.queues() else None
 
     @admin.display(description="status")
     def status_badge(self, job: Job) -> SafeString:

@@ -13,7 +13,7 @@ import json
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
 
@@ -23,6 +23,7 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from jobs.drivers.protocol import Batch, ClaimedJob, Done, RollupRow, Subscription, TaskRow
 from jobs.models import Job, JobAttempt, Status, Worker
@@ -30,6 +31,13 @@ from jobs.models import Job, JobAttempt, Status, Worker
 
 def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     return None if start is None or end is None else (end - start).total_seconds()
+
+
+def _moment(value: Any) -> datetime:
+    """A moment read by a raw statement: aware, in UTC (SQLite hands back text)."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
 
 
 def placeholders(values: Sequence[object]) -> str:
@@ -197,6 +205,37 @@ VALUES {values}
         params = [self._rollup_value(value) for row in rows for value in row]
         with self.cursor() as cursor:
             cursor.execute(self.ADD_TO_ROLLUP.format(values=values), params)
+
+    # The charts' percentiles (``rollup_percentiles``), in SQL every supported database
+    # speaks (window functions: PostgreSQL, MariaDB 10.2+, SQLite 3.25+): per interval and
+    # measure, the buckets summed over queues, types and outcomes, then the first bucket
+    # whose running total reaches each fraction. A few hundred rows come back, not the
+    # thousands of buckets they are read from.
+    ROLLUP_PERCENTILES = """
+SELECT minute, measure, total,
+       MIN(CASE WHEN below >= %s * total THEN bucket END),
+       MIN(CASE WHEN below >= %s * total THEN bucket END)
+  FROM (SELECT minute, measure, bucket,
+               SUM(n) OVER (PARTITION BY minute, measure ORDER BY bucket) AS below,
+               SUM(n) OVER (PARTITION BY minute, measure) AS total
+          FROM (SELECT minute, measure, bucket, SUM(tries) AS n
+                  FROM jobs_rollup
+                 WHERE span = %s AND minute >= %s {queue}
+                 GROUP BY minute, measure, bucket) AS summed) AS running
+ GROUP BY minute, measure, total
+"""
+
+    def rollup_percentiles(
+        self, span: int, since: datetime, queue: str | None, fractions: tuple[float, float]
+    ) -> list[tuple[datetime, str, int, int, int]]:
+        params: list[Any] = [*fractions, span, self._rollup_value(since)]
+        if queue is not None:
+            params.append(queue)
+        statement = self.ROLLUP_PERCENTILES.format(queue="AND queue = %s" if queue is not None else "")
+        return [
+            (_moment(minute), measure, int(total), int(low), int(high))
+            for minute, measure, total, low, high in self.execute(statement, params)
+        ]
 
     def _rollup_value(self, value: Any) -> Any:
         # A moment as the connection stores it (UTC, aware or naive as the backend wants).

@@ -183,6 +183,13 @@ class Driver(Protocol):
         not exist yet: one statement, locking the rows in the order given."""
         ...
 
+    def rollup_percentiles(
+        self, span: int, since: datetime, queue: str | None, fractions: tuple[float, float]
+    ) -> list[tuple[datetime, str, int, int, int]]:
+        """Per span start (from ``since``) and measure of the rollup (``queue``'s or all):
+        the tries counted, and the buckets where the running total reaches each fraction."""
+        ...
+
     # --- wake-up ---
 
     def notify(self, queues: Sequence[str]) -> None:
