@@ -177,6 +177,13 @@ class Histogram:
     def add(self, index: int, count: int) -> None:
         self.counts[index] += count
 
+    def up_to(self, index: int) -> int:
+        """Tries in buckets up to ``index`` (a cumulative histogram bucket's count)."""
+        return sum(count for each, count in self.counts.items() if each <= index)
+
+    def estimated_sum(self) -> float:
+        return sum(bucket_value(index) * count for index, count in self.counts.items())
+
     def percentile(self, fraction: float) -> float | None:
         """The estimate (seconds) below which ``fraction`` of the tries fell; None if none."""
         total = self.total
@@ -268,18 +275,29 @@ def queues_in(window: Window, now: datetime | None = None) -> list[str]:
     )
 
 
-def histograms(since: datetime) -> dict[tuple[str, str], Histogram]:
-    """Per (queue, measure), the buckets of the tries finished since ``since`` (the
-    Prometheus histograms: one grouped read of the minute rollup)."""
-    found: dict[tuple[str, str], Histogram] = {}
+@dataclass
+class Recent:
+    """The tries finished since a moment: counts by (queue, outcome), histograms by
+    (queue, measure)."""
+
+    finished: Counter[tuple[str, str]] = field(default_factory=Counter)
+    histograms: dict[tuple[str, str], Histogram] = field(default_factory=dict)
+
+
+def recent(since: datetime) -> Recent:
+    """The Prometheus figures: one grouped read of the minute rollup since ``since`` (the
+    minute it falls in included)."""
+    found = Recent()
     grouped = (
         Rollup.objects.filter(span=1, minute__gte=span_start(since, 1))
-        .values_list("queue", "measure", "bucket")
+        .values_list("queue", "outcome", "measure", "bucket")
         .annotate(n=Sum("tries"))
         .order_by()
     )
-    for queue, measure, index, count in grouped:
-        found.setdefault((queue, measure), Histogram()).add(index, count)
+    for queue, outcome, measure, index, count in grouped:
+        found.histograms.setdefault((queue, measure), Histogram()).add(index, count)
+        if measure == RUN:
+            found.finished[queue, outcome] += count
     return found
 
 

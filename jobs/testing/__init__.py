@@ -191,7 +191,9 @@ def _run_claimed(claimed: Any) -> bool:
         return True
     elif outcome.kind is Kind.SUCCEEDED:
         store.complete(WORKER, done, None if outcome.result is None else [outcome.result])
-    # else an atomic job, settled: it committed its completion with its writes, or rolled back
+    elif outcome.committed:  # an atomic job committed its completion with its writes
+        store.count_settled([claimed.id])
+    # else an atomic job rolled back: the job was no longer this try's
     return False
 
 
