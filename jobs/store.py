@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, models, transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.db.models.functions import Now
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
@@ -509,6 +509,53 @@ def retry(job: Job | int) -> Job:
             f"{row.dedupe_key!r} is already queued or running."
         ) from None
     return row
+
+
+def retry_many(job_ids: Sequence[int]) -> tuple[int, int]:
+    """``retry`` for a batch of failed jobs (``jobs.bulk``): one set-based UPDATE in one
+    transaction, the tries' logs stamped as ``retry`` stamps them. Jobs no longer failed are
+    left as they are. When a job's dedupe key is held by an active twin, the batch falls back
+    to one ``retry`` a job, and those are refused. Returns (retried, left unchanged)."""
+    failed = Job.objects.filter(pk__in=list(job_ids), status=Status.FAILED)
+    try:
+        with transaction.atomic():
+            TryLog.objects.filter(job_id__in=failed.values("pk"), earlier=TryLog.CURRENT).update(
+                earlier=Subquery(Job.objects.filter(pk=OuterRef("job_id")).values("earlier_attempts")[:1])
+            )
+            queues = set(failed.values_list("queue", flat=True).distinct())
+            retried = failed.update(
+                status=Status.QUEUED,
+                earlier_attempts=F("earlier_attempts") + F("attempts"),
+                attempts=0,
+                error="",
+                message=REQUEUED_BY_ADMIN,
+                run_at=Now(),
+                started_at=None,
+                finished_at=None,
+                heartbeat_at=None,
+                dismissed_at=None,
+                locked_by=None,
+                progress=None,
+                progress_message="",
+            )
+            notify(queues)
+    except IntegrityError:  # a twin holds a dedupe key: each job on its own
+        retried = 0
+        for job_id in job_ids:
+            try:
+                retry(job_id)
+                retried += 1
+            except (InvalidTransition, Job.DoesNotExist):
+                pass
+    return retried, len(job_ids) - retried
+
+
+def dismiss_many(job_ids: Sequence[int]) -> tuple[int, int]:
+    """``dismiss`` for a batch of failed jobs: one UPDATE. Returns (dismissed, left unchanged)."""
+    dismissed = Job.objects.filter(
+        pk__in=list(job_ids), status=Status.FAILED, dismissed_at__isnull=True
+    ).update(dismissed_at=Now(), message=DISMISSED)
+    return dismissed, len(job_ids) - dismissed
 
 
 def dismiss(job: Job | int) -> Job:

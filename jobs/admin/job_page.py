@@ -34,6 +34,7 @@ from django.utils.safestring import SafeString
 
 from jobs import coverage, registry
 from jobs.admin import charts, counting, try_logs
+from jobs.admin.bulk_page import BulkMatchingMixin
 from jobs.admin.counting import BoundedCountingMixin, Tile, status_counts
 from jobs.admin.display import (
     ERROR_TITLE_CHARS,
@@ -68,6 +69,7 @@ class JobAdmin(
     BoundedCountingMixin,
     FullTextMixin,
     JobRecordsMixin,
+    BulkMatchingMixin,
     RetryCancelMixin,
 ):
     list_display = (
@@ -210,6 +212,7 @@ class JobAdmin(
             "queue_url": f"{url}?status={Status.QUEUED}&queue=",
             "tiles": tiles,
             "charts": charts.charts_for(self._charted_queue(request)),
+            "bulk_filter": self._bulk_filter(request),
             "live": active,
             "refresh_ms": REFRESH_SECONDS * 1000,
             "refresh_seconds": REFRESH_SECONDS,
@@ -226,6 +229,13 @@ class JobAdmin(
             response.template_name = "admin/platform/job/change_list_refresh.html"
         patch_vary_headers(response, [REFRESH_HEADER])
         return response
+
+    def _bulk_filter(self, request: HttpRequest) -> dict[str, str] | None:
+        """On the failed list, for an operator: the list's queue and type, which Retry all /
+        Dismiss all matching start from (``bulk_page``)."""
+        if request.GET.get("status") != Status.FAILED or not self.has_operate_permission(request):
+            return None
+        return {name: request.GET.get(name, "") for name in ("queue", "type")}
 
     @staticmethod
     def _charted_queue(request: HttpRequest) -> str | None:
