@@ -28,7 +28,9 @@ PASSWORD = "screenshots-only-password"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database", default="postgres://postgres@127.0.0.1:5432/jp_observe_shots")
     parser.add_argument("--out", default=str(ROOT / "docs" / "img"))
     parser.add_argument("--per-minute", type=int, default=2400)

@@ -77,7 +77,9 @@ class BulkMatchingMixin(admin.ModelAdmin):
         form = MatchingForm(request.POST if request.method == "POST" else request.GET)
         if not form.is_valid():
             for field, errors in form.errors.items():
-                self.message_user(request, f"{field}: {' '.join(errors)}", messages.ERROR)
+                self.message_user(
+                    request, f"{field}: {' '.join(str(error) for error in errors)}", messages.ERROR
+                )
             return HttpResponseRedirect(reverse("admin:platform_job_changelist") + "?status=failed")
         action, matching = form.cleaned_data["action"], form.matching()
         count = matching.jobs().count()

@@ -60,7 +60,10 @@ def test_traces__the_enqueuing_span_parents_every_try_retries_are_siblings_failu
         quiet = store.enqueue("test.noop", {})
     untraced = store.enqueue("test.noop", {"outside": True})
     request = request_span.get_span_context()
-    assert Job.objects.get(pk=flaky.pk).traceparent == f"00-{request.trace_id:032x}-{request.span_id:016x}-{int(request.trace_flags):02x}"
+    assert (
+        Job.objects.get(pk=flaky.pk).traceparent
+        == f"00-{request.trace_id:032x}-{request.span_id:016x}-{int(request.trace_flags):02x}"
+    )
     assert Job.objects.get(pk=untraced.pk).traceparent is None  # no span current: nothing stored
 
     start_worker(
@@ -98,7 +101,9 @@ def test_traces__the_enqueuing_span_parents_every_try_retries_are_siblings_failu
     assert detail["exception.type"] == "ConnectionError" and "Traceback" in detail["exception.stacktrace"]
     assert flaky_tries[1].status.code != ERROR
     (alone,) = by_job[untraced.pk]
-    assert alone.trace_id.hex() != f"{request.trace_id:032x}" and not alone.parent_span_id  # a trace of its own
+    assert (
+        alone.trace_id.hex() != f"{request.trace_id:032x}" and not alone.parent_span_id
+    )  # a trace of its own
     wait_for(lambda: receiver.named("jobs.claim") and receiver.named("jobs.complete"), timeout=30)
 
 

@@ -287,8 +287,12 @@ def test_add_to_rollup__adds_to_existing_rows_and_creates_new_ones(drv):
     from jobs.models import Rollup
 
     minute = timezone.now().replace(second=0, microsecond=0)
-    drv.add_to_rollup([(1, minute, "q", "t", "succeeded", "r", 5, 3), (1, minute, "q", "t", "succeeded", "w", 0, 3)])
-    drv.add_to_rollup([(1, minute, "q", "t", "succeeded", "r", 5, 2), (15, minute, "q", "t", "failed", "r", 7, 1)])
+    drv.add_to_rollup(
+        [(1, minute, "q", "t", "succeeded", "r", 5, 3), (1, minute, "q", "t", "succeeded", "w", 0, 3)]
+    )
+    drv.add_to_rollup(
+        [(1, minute, "q", "t", "succeeded", "r", 5, 2), (15, minute, "q", "t", "failed", "r", 7, 1)]
+    )
 
     rows = Rollup.objects.using(drv.alias).order_by("span", "measure", "bucket")
     assert [(row.span, row.outcome, row.measure, row.bucket, row.tries) for row in rows] == [

@@ -53,7 +53,11 @@ def test_outcomes_are_counted_as_tries_end_succeeded_retried_and_failed():
     day = rollup.series(rollup.DAY)[-1]
     hour = rollup.series(rollup.HOUR)[-1]
     for point in (day, hour):
-        assert (point.outcomes[rollup.SUCCEEDED], point.outcomes[rollup.RETRIED], point.outcomes[rollup.FAILED]) == (
+        assert (
+            point.outcomes[rollup.SUCCEEDED],
+            point.outcomes[rollup.RETRIED],
+            point.outcomes[rollup.FAILED],
+        ) == (
             1,
             2,
             1,
@@ -67,7 +71,7 @@ def test_percentiles_from_the_buckets_are_within_their_error_of_the_true_values(
     rollup.record([Finished("default", "test.noop", rollup.SUCCEEDED, run / 10, run) for run in runs])
     point = rollup.series(rollup.HOUR)[-1]
     ordered = sorted(runs)
-    for (estimate, fraction) in zip(point.run, rollup.FRACTIONS, strict=True):
+    for estimate, fraction in zip(point.run, rollup.FRACTIONS, strict=True):
         true = ordered[math.ceil(fraction * len(ordered)) - 1]
         assert estimate == pytest.approx(true, rel=0.0905)
     assert point.wait[0] == pytest.approx(ordered[999] / 10, rel=0.0905)
@@ -83,7 +87,10 @@ def test_the_page_draws_the_charts_with_their_numbers_in_titles(client):
     assert page.count('<svg class="chart-svg"') == 8  # four charts, two windows
     assert re.search(r"<title>\d\d:\d\d: 7 succeeded, 0 retried, 2 failed</title>", page)
     assert "12 due, 3 running" in page and "p50 " in page
-    assert "style=" not in page[page.index('id="job-charts"') : page.index("</details>", page.index('id="job-charts"'))]
+    assert (
+        "style="
+        not in page[page.index('id="job-charts"') : page.index("</details>", page.index('id="job-charts"'))]
+    )
 
     charts.clear_cache()
     mail = client.get(f"{PAGE}?queue=mail").content.decode()
@@ -121,7 +128,9 @@ def test_one_worker_a_minute_samples_the_depth():
 def test_prune_removes_old_rollup_rows_and_the_logs_go_with_their_jobs(settings):
     settings.JOBS_ROLLUP_KEEP_DAYS = 2
     old = timezone.now() - timedelta(days=3)
-    Rollup.objects.create(span=1, minute=old, queue="q", type="t", outcome="succeeded", measure="r", bucket=1, tries=1)
+    Rollup.objects.create(
+        span=1, minute=old, queue="q", type="t", outcome="succeeded", measure="r", bucket=1, tries=1
+    )
     rollup.record([Finished("q", "t", rollup.SUCCEEDED, 0.1, 0.1)])
     job = testing.perform("test.noop")
     store.save_try_logs([(job.pk, 1, rollup_log())])
@@ -146,7 +155,9 @@ def test_a_retry_keeps_the_earlier_tries_logs_under_their_numbers(client):
 
     client.force_login(make_viewer())
     page = client.get(f"{PAGE}{job.pk}/change/").content.decode()
-    assert "round one try 3" in page[page.index('id="attempt-') : page.index('id="job-try-logs"')]  # beside its error
+    assert (
+        "round one try 3" in page[page.index('id="attempt-') : page.index('id="job-try-logs"')]
+    )  # beside its error
     page = page[page.index('id="job-try-logs"') :]
     assert page.index('id="try-log-3"') < page.index("round one try 3") < page.index('id="try-log-4"')
     assert page.index('id="try-log-4"') < page.index("round two try 1")
