@@ -92,10 +92,16 @@ class LiveSlot:
         return self._numbers[0]
 
     def read(self) -> tuple[int, int, int, str]:
-        """Sequence, job id, attempt and the text so far."""
-        with self._lock:
+        """Sequence, job id, attempt and the text so far. A child killed while it held the
+        lock never releases it: after a moment the slot is read without it (an append cut
+        in the middle costs a character, not the supervisor)."""
+        held = self._lock.acquire(timeout=0.5)
+        try:
             sequence, job_id, attempt, length = self._numbers[:]
-            text = bytes(self._text[:length]).decode("utf-8", "replace")
+            text = bytes(self._text[: max(0, min(length, self.size))]).decode("utf-8", "replace")
+        finally:
+            if held:
+                self._lock.release()
         return sequence, job_id, attempt, text
 
 
@@ -109,6 +115,7 @@ class Capture(logging.Handler):
         self.max_bytes = max_bytes
         self.live = live
         self.active = False
+        self.try_of = (0, 0)
         self._reset()
 
     def _reset(self) -> None:
@@ -116,15 +123,13 @@ class Capture(logging.Handler):
         self.tail: deque[str] = deque()
         self.head_bytes = self.tail_bytes = 0
         self.seen = 0  # lines logged during the try, kept or not
-        self.dropped_bytes = 0
 
     # --- one try ---
 
     def start(self, job_id: int, attempt: int) -> None:
         if self.seen:
             self._reset()
-        if self.live is not None:
-            self.live.begin(job_id, attempt)
+        self.try_of = (job_id, attempt)  # the live slot is claimed at the first line only
         self.active = True
 
     def finish(self) -> Log | None:
@@ -159,6 +164,8 @@ class Capture(logging.Handler):
             return
         if len(line) > LINE_CHARS:
             line = line[: LINE_CHARS - 1] + "…"
+        if not self.seen and self.live is not None:
+            self.live.begin(*self.try_of)
         self.seen += 1
         size = len(line.encode("utf-8", "replace")) + 1
         half_lines, half_bytes = self.max_lines // 2, self.max_bytes // 2

@@ -4,7 +4,10 @@ It waits for a batch (one job for slow types, a few for very short ones), runs t
 order, reports each failure (and each django.tasks task's result) at once and the end of the
 batch, and waits again. What the two processes tell each other is in
 ``jobs.worker.messages``; a handler's progress goes into the child's slot in shared memory,
-for the supervisor to write (``jobs.worker.progress``).
+for the supervisor to write (``jobs.worker.progress``). What a handler logs during its try
+is captured (``jobs.try_log``): it comes with the try's outcome, and the running try's
+lines so far go into a shared buffer beside the progress. With OpenTelemetry configured,
+each try runs in a span whose parent is the enqueuing span (``jobs.tracing``).
 
 An atomic job (``@job(atomic=True)``) runs inside one transaction on this process's
 connection, and its completion is the transaction's last statement, fenced by worker and
@@ -89,7 +92,7 @@ def _serve(
         if isinstance(message, Stop):
             return
         _read_ahead(message.jobs)
-        traced = tracer.batch(message.jobs) if tracer is not None else None
+        traced = _traced(tracer, message.jobs)
         for index, (job_id, type_name, payload_text, attempt, max_attempts, _) in enumerate(message.jobs):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
@@ -109,6 +112,20 @@ def _serve(
         close_old_connections()
         if not _send(conn, messages.BATCH_DONE):
             return
+
+
+def _traced(tracer: tracing.ChildTracer | None, jobs: Sequence[JobFields]) -> tracing.TracedBatch | None:
+    """The batch's spans, when tracing is on; a failure to read their trace contexts costs
+    the batch its spans, never its tries."""
+    if tracer is None:
+        return None
+    try:
+        return tracer.batch(jobs)
+    except Exception:  # noqa: BLE001 - tracing must never fail a job
+        logger.warning(
+            "Could not read the trace contexts of jobs %s.", [job[0] for job in jobs], exc_info=True
+        )
+        return None
 
 
 def _read_ahead(jobs: Sequence[JobFields]) -> None:

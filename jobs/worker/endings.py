@@ -64,6 +64,7 @@ class Endings:
         """Settle a batch whose child was killed or died: jobs before the one it was running
         finished; that one failed (or, at shutdown, goes back without using an attempt);
         jobs after it never started and go back as they were."""
+        self.progress.write_log(child)  # what the try it was running logged before its end
         index, culprit, started = child.current()
         returned = child.returned
         batch, settled, _ = child.finish()

@@ -121,15 +121,20 @@ class ProgressWriter:
         for child in children:
             self.write(child)
 
+    def write_log(self, child: Reporting) -> None:
+        """Write the running try's log so far, if it grew since the last write (also for a
+        child that died or was killed: the lines before its end)."""
+        log = child.progress.log
+        if log.sequence != log.written:
+            sequence, job_id, attempt, text = log.read()
+            if job_id and self._guard.call(self._write_log, job_id, attempt, text) is not None:
+                log.written = sequence
+
     def write(self, child: Reporting) -> None:
         """Write the child's latest report now, if it has one not written yet (its job just
         ended, say), and the running try's log if it grew. During a database outage they
         stay for the next round."""
-        log = child.progress.log
-        if log.sequence != log.written:
-            sequence, job_id, attempt, text = log.read()
-            if self._guard.call(self._write_log, job_id, attempt, text) is not None:
-                log.written = sequence
+        self.write_log(child)
         if child.progress.sequence == child.progress_written:
             return
         sequence, report = child.progress.read()

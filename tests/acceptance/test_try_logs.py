@@ -22,6 +22,7 @@ def test_try_logs__live_while_running_one_per_try_bounded_and_on_the_job_page(st
     chatty = store.enqueue("test.chatty", {"lines": 30, "fail_times": 1, "gate": str(gate)})
     quiet = store.enqueue("test.noop", {})
     task = tasks.chatty_task.enqueue("hello")
+    crashing = store.enqueue("test.chatty", {"crash": True})
     start_worker("--concurrency", "1", "--poll-interval", "0.1", env={"JOBS_TRY_LOG_LINES": "10"})
 
     # The first try logged its first line and waits: the line is on its row already.
@@ -40,6 +41,9 @@ def test_try_logs__live_while_running_one_per_try_bounded_and_on_the_job_page(st
     wait_status(chatty.pk, Status.SUCCEEDED, timeout=30)
     wait_status(int(task.id), Status.SUCCEEDED, timeout=30)
     wait_status(quiet.pk, Status.SUCCEEDED, timeout=30)
+    wait_status(crashing.pk, Status.FAILED, timeout=60)
+    # A child that died mid-try: the lines it logged before its end are kept with the try.
+    assert "try 1 line 0" in TryLog.objects.get(job_id=crashing.pk, attempt=1).text
     logs = {row.attempt: row for row in TryLog.objects.filter(job_id=chatty.pk)}
     assert sorted(logs) == [1, 2]
     first, second = logs[1].text, logs[2].text

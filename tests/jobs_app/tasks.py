@@ -270,10 +270,15 @@ chatty_logger = logging.getLogger("tests.chatty")
 
 
 @job("test.chatty", queue="default", attempts=3, backoff=(0.1,))
-def chatty(ctx: JobContext, *, lines: int = 3, fail_times: int = 0, gate: str = "") -> None:
+def chatty(
+    ctx: JobContext, *, lines: int = 3, fail_times: int = 0, gate: str = "", crash: bool = False
+) -> None:
     """Logs ``lines`` lines a try (and a DEBUG line, below the default level); the first
-    try waits for ``gate`` after its first line; the first ``fail_times`` tries fail."""
+    try waits for ``gate`` after its first line; the first ``fail_times`` tries fail; with
+    ``crash`` the process dies after the first line."""
     chatty_logger.info("try %d line 0 \x00\x1b[31mred\x1b[0m", ctx.attempt)
+    if crash:
+        os._exit(3)
     if gate and ctx.attempt == 1:
         _wait_for_gate(gate)
     for number in range(1, lines):
