@@ -22,9 +22,9 @@ exporter (``OTEL_TRACES_EXPORTER``, not ``none``) is set. A worker process then 
 tracer provider exporting OTLP over HTTP in batches, unless the project set up its own.
 
 Workflows: a workflow's steps continue their workflow's trace. The hook is
-``traceparent(parent=...)``: enqueueing a step passes the workflow's stored
-``traceparent`` as ``parent``, so the step's try span joins the workflow's trace even when
-the step is enqueued by another job's try or by no request at all.
+``store.enqueue(..., traceparent=...)`` (``traceparent(parent=...)`` here): enqueueing a
+step passes the workflow's stored ``traceparent``, so the step's try span joins the
+workflow's trace even when the step is enqueued by another job's try or by no request.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from jobs.worker.outcome import Outcome
 
 _OFF = ("", "none")
+TRACEPARENT_CHARS = 55  # "00-" + 32 hex + "-" + 16 hex + "-" + 2 hex: the column's length
 _provider: Any = None  # the provider this process set up, to flush at its end
 _tracer: Any = None
 _checked = False
@@ -66,7 +67,7 @@ def traceparent(parent: str | None = None) -> str | None:
     """What enqueue stores: ``parent`` when given (a workflow step: its workflow's), else
     the current span's context as a W3C ``traceparent``; None when there is none."""
     if parent is not None:
-        return parent
+        return parent if len(parent) == TRACEPARENT_CHARS else None
     if "opentelemetry.trace" not in sys.modules:
         return None  # never imported: no span can be current, and nothing is imported here
     from opentelemetry import trace

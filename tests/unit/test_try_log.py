@@ -104,3 +104,18 @@ def test_install_keeps_what_the_other_handlers_printed_before():
     assert "a debug line" not in log.text  # below JOBS_TRY_LOG_LEVEL
     assert "an info line" not in printed.getvalue()
     assert "a warning" in printed.getvalue() and "a debug line" in printed.getvalue()
+
+
+def test_tracing_is_off_without_the_otel_environment_and_stores_no_context(monkeypatch):
+    from jobs import tracing
+
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER"):
+        monkeypatch.delenv(name, raising=False)
+    assert not tracing.configured()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    assert tracing.configured()
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert not tracing.configured()
+    parent = "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
+    assert tracing.traceparent(parent=parent) == parent  # a workflow's step: its workflow's
+    assert tracing.traceparent(parent="garbage") is None
