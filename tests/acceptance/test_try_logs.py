@@ -1,15 +1,17 @@
 """Each try's log through a real ``manage.py runworker``: a running try's log reaches its row
 (and the job's page) while it runs, each try keeps its own, a failed try's last lines sit
-beside its error, a quiet job stores nothing, and a django.tasks task gets the same."""
+beside its error, a quiet job stores nothing, and a django.tasks task gets the same; and
+the engine's bulk job (Retry all matching) runs there with its progress."""
 
 from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from jobs import store
-from jobs.models import JobAttempt, Status, TryLog
-from tests.admin_jobs import PAGE, make_viewer
+from jobs import bulk, store
+from jobs.models import Job, JobAttempt, Status, TryLog
+from tests.admin_jobs import PAGE, make_operator, make_viewer
 from tests.support.job_states import wait_status
 from tests.support.waiting import wait_for
 from tests.tasks_backend import tasks
@@ -23,6 +25,22 @@ def test_try_logs__live_while_running_one_per_try_bounded_and_on_the_job_page(st
     quiet = store.enqueue("test.noop", {})
     task = tasks.chatty_task.enqueue("hello")
     crashing = store.enqueue("test.chatty", {"crash": True})
+    # Retry all matching, through the same worker: 1,500 failed no-op jobs, two batches.
+    now = timezone.now()
+    Job.objects.bulk_create(
+        Job(
+            type="test.noop",
+            queue="default",
+            status=Status.FAILED,
+            attempts=3,
+            error="E: outage",
+            finished_at=now,
+        )
+        for _ in range(1500)
+    )
+    operator = Client()
+    operator.force_login(make_operator())
+    operator.post(f"{PAGE}matching/", {"action": "retry", "error": "outage"})
     start_worker("--concurrency", "1", "--poll-interval", "0.1", env={"JOBS_TRY_LOG_LINES": "10"})
 
     # The first try logged its first line and waits: the line is on its row already.
@@ -54,6 +72,12 @@ def test_try_logs__live_while_running_one_per_try_bounded_and_on_the_job_page(st
     assert TryLog.objects.filter(job_id=quiet.pk).count() == 0  # logged nothing: no row
     assert "task says hello" in TryLog.objects.get(job_id=int(task.id)).text
 
+    bulk_job = wait_status(Job.objects.get(type=bulk.TYPE).pk, Status.SUCCEEDED, timeout=60)
+    assert bulk_job.progress_message == "1,500 of 1,500 queued again (by operator)"
+    wait_for(
+        lambda: Job.objects.filter(type="test.noop", status=Status.SUCCEEDED).count() == 1501, timeout=60
+    )
+
     failed_try = JobAttempt.objects.get(job_id=chatty.pk)
     page = client.get(f"{PAGE}{chatty.pk}/change/").content.decode()
     entry = page[page.index(f'id="attempt-{failed_try.pk}"') : page.index('id="job-try-logs"')]
@@ -63,6 +87,4 @@ def test_try_logs__live_while_running_one_per_try_bounded_and_on_the_job_page(st
 
 
 def store_status(job_id: int) -> str:
-    from jobs.models import Job
-
     return Job.objects.values_list("status", flat=True).get(pk=job_id)
