@@ -19,7 +19,7 @@ rows however many jobs it ran.
 
 The queue depth (due and running jobs per queue) cannot be added up as jobs finish: one
 worker of the fleet samples it a minute (``sample_depth``, the first to book the minute's
-marker row), with the same two counts the metrics read.
+marker row), counting due jobs up to ``DEPTH_CAP`` per queue.
 
 Both tables are pruned on their own retention (``JOBS_ROLLUP_KEEP_DAYS``) by ``prune``,
 which ``jobs.store.prune`` calls.
@@ -38,6 +38,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from jobs import registry
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.protocol import RollupRow
@@ -124,29 +125,37 @@ def record(tries: Sequence[Finished]) -> None:
         logger.warning("Could not add %d finished tries to the rollup.", len(tries), exc_info=True)
 
 
+#: A queue's due jobs are counted up to this many a sample (an index-only read of the claim
+#: index's first entries): the supervisor that samples must not stall on a huge backlog.
+DEPTH_CAP = 100_000
+
+
 def sample_depth(now: datetime | None = None) -> bool:
     """Sample every queue's depth for this minute, unless another worker of the fleet
-    already booked the minute; whether this call did. Two short statements a minute per
-    worker, and the count (the metrics' own, over the claim index) once a minute per fleet."""
-    minute = span_start(now or timezone.now(), 1)
+    already booked the minute; whether this call did. One short read a minute per worker,
+    and the counts (due jobs up to ``DEPTH_CAP`` per queue, running jobs) once a minute per
+    fleet."""
+    now = now or timezone.now()
+    minute = span_start(now, 1)
+    if QueueDepth.objects.filter(minute=minute, queue=DEPTH_MARKER).exists():
+        return False  # another worker samples this minute
     try:
         with transaction.atomic():
             QueueDepth.objects.create(minute=minute, queue=DEPTH_MARKER)
     except IntegrityError:
-        return False  # another worker samples this minute
-    due = dict(
-        Job.objects.filter(status=Status.QUEUED, run_at__lte=now or timezone.now())
-        .values_list("queue")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
+        return False  # it booked the minute a moment ago
     running = dict(
         Job.objects.filter(status=Status.RUNNING).values_list("queue").annotate(n=Count("id")).order_by()
     )
+    queues = sorted({*registry.queues(), *running})
+    due = {
+        queue: Job.objects.filter(status=Status.QUEUED, queue=queue, run_at__lte=now)[:DEPTH_CAP].count()
+        for queue in queues
+    }
     QueueDepth.objects.bulk_create(
         [
-            QueueDepth(minute=minute, queue=queue, due=due.get(queue, 0), running=running.get(queue, 0))
-            for queue in sorted({*due, *running})
+            QueueDepth(minute=minute, queue=queue, due=due[queue], running=running.get(queue, 0))
+            for queue in queues
         ],
         ignore_conflicts=True,
     )
