@@ -48,6 +48,17 @@ def logs_of(job: Job) -> list[ShownLog]:
     return sorted(shown, key=lambda log: log.attempt)
 
 
+def tail_of(attempt: JobAttempt) -> str:
+    """The last lines the failed try ``attempt`` logged ("" if none): a try's own page."""
+    job = Job.objects.filter(pk=attempt.job_id).only("earlier_attempts", "attempts", "status").first()
+    if job is None:
+        return ""
+    for log in logs_of(job):
+        if log.attempt == attempt.attempt:
+            return log.tail()
+    return ""
+
+
 def attach(attempts: list[JobAttempt], logs: list[ShownLog]) -> None:
     """Give each failed try of the list the last lines its handler logged (``log_tail``)."""
     by_attempt = {log.attempt: log for log in logs}

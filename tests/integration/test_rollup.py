@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from jobs import rollup, store, testing
 from jobs.admin import charts
-from jobs.models import Job, QueueDepth, Rollup, Status, TryLog
+from jobs.models import Job, JobAttempt, QueueDepth, Rollup, Status, TryLog
 from jobs.rollup import Finished
 from tests.admin_jobs import PAGE, make_viewer
 from tests.integration.test_prometheus_endpoint import scrape
@@ -162,6 +162,8 @@ def test_a_retry_keeps_the_earlier_tries_logs_under_their_numbers(client):
     assert page.index('id="try-log-3"') < page.index("round one try 3") < page.index('id="try-log-4"')
     assert page.index('id="try-log-4"') < page.index("round two try 1")
     assert TryLog.objects.filter(job_id=job.pk).count() == 4
+    third = JobAttempt.objects.get(job_id=job.pk, attempt=3)  # the try's own page too
+    assert "round one try 3" in client.get(f"/admin/platform/jobattempt/{third.pk}/change/").content.decode()
 
 
 def rollup_log(text: str = "a line"):
