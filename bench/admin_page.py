@@ -42,7 +42,11 @@ def main() -> None:
     parser.add_argument(
         "--per-minute", type=int, default=100_000, help="tries finished a minute in the charts' day of rollup"
     )
-    parser.add_argument("--keep", action="store_true", help="reuse the table if it holds --jobs rows")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="reuse the table if it holds --jobs rows (and the rollup if filled)",
+    )
     parser.add_argument(
         "--database",
         help="the database URL to measure (postgres://… or mysql://… for MariaDB); its job tables are wiped",

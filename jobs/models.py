@@ -242,6 +242,9 @@ class Rollup(models.Model):
     it. Written once per acknowledgement batch, read by the charts and the Prometheus
     histograms, pruned on its own retention (``JOBS_ROLLUP_KEEP_DAYS``)."""
 
+    # The key is the primary key: InnoDB keeps the rows in its order, so the charts' range
+    # (span, then minute) is read in one sweep, and PostgreSQL keeps no second index.
+    pk = models.CompositePrimaryKey("span", "minute", "queue", "type", "outcome", "measure", "bucket")
     span = models.PositiveSmallIntegerField()  # minutes
     minute = models.DateTimeField()  # the span's start
     queue = models.CharField(max_length=50)
@@ -253,13 +256,6 @@ class Rollup(models.Model):
 
     class Meta:
         db_table = "jobs_rollup"
-        constraints = [
-            # The upsert's key, and the charts' range scan (span, then minute).
-            models.UniqueConstraint(
-                fields=["span", "minute", "queue", "type", "outcome", "measure", "bucket"],
-                name="jobs_rollup_key",
-            ),
-        ]
 
     def __str__(self) -> str:
         return f"{self.minute:%Y-%m-%d %H:%M} {self.queue} {self.type} {self.outcome}"
@@ -270,6 +266,7 @@ class QueueDepth(models.Model):
     fleet a minute (``jobs.rollup.sample_depth``); the row of queue "" marks the minute as
     taken. Pruned with the rollup."""
 
+    pk = models.CompositePrimaryKey("minute", "queue")
     minute = models.DateTimeField()
     queue = models.CharField(max_length=50)
     due = models.IntegerField(default=0)
@@ -277,7 +274,6 @@ class QueueDepth(models.Model):
 
     class Meta:
         db_table = "jobs_queue_depth"
-        constraints = [models.UniqueConstraint(fields=["minute", "queue"], name="jobs_queue_depth_once")]
 
     def __str__(self) -> str:
         return f"{self.minute:%Y-%m-%d %H:%M} {self.queue}"

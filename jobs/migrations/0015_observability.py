@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='QueueDepth',
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('pk', models.CompositePrimaryKey('minute', 'queue', blank=True, editable=False, primary_key=True, serialize=False)),
                 ('minute', models.DateTimeField()),
                 ('queue', models.CharField(max_length=50)),
                 ('due', models.IntegerField(default=0)),
@@ -31,13 +31,12 @@ class Migration(migrations.Migration):
             ],
             options={
                 'db_table': 'jobs_queue_depth',
-                'constraints': [models.UniqueConstraint(fields=('minute', 'queue'), name='jobs_queue_depth_once')],
             },
         ),
         migrations.CreateModel(
             name='Rollup',
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('pk', models.CompositePrimaryKey('span', 'minute', 'queue', 'type', 'outcome', 'measure', 'bucket', blank=True, editable=False, primary_key=True, serialize=False)),
                 ('span', models.PositiveSmallIntegerField()),
                 ('minute', models.DateTimeField()),
                 ('queue', models.CharField(max_length=50)),
@@ -49,7 +48,6 @@ class Migration(migrations.Migration):
             ],
             options={
                 'db_table': 'jobs_rollup',
-                'constraints': [models.UniqueConstraint(fields=('span', 'minute', 'queue', 'type', 'outcome', 'measure', 'bucket'), name='jobs_rollup_key')],
             },
         ),
         migrations.CreateModel(
