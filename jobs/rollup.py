@@ -241,32 +241,28 @@ FRACTIONS = (0.5, 0.95)
 
 
 def series(window: Window, queue: str | None = None, now: datetime | None = None) -> list[Point]:
-    """The chart's points: three reads of the rollup's range (span, minute) and of the depth
+    """The chart's points: one read of the rollup's range (span, minute) and one of the depth
     samples, each grouped in the database into a few hundred rows, whatever the size of the
-    jobs table (the percentiles too: ``Driver.rollup_percentiles``)."""
+    jobs table (the percentiles and the outcomes: ``Driver.rollup_figures``)."""
     now = now or timezone.now()
     starts = window.starts(now)
     points = {start: Point(start) for start in starts}
-    rollup = Rollup.objects.filter(span=window.span, minute__gte=starts[0], measure=RUN)
     depth = QueueDepth.objects.filter(minute__gte=starts[0]).exclude(queue=DEPTH_MARKER)
     if queue is not None:
-        rollup = rollup.filter(queue=queue)
         depth = depth.filter(queue=queue)
-    for minute, outcome, count in rollup.values_list("minute", "outcome").annotate(n=Sum("tries")).order_by():
-        point = points.get(_aware(minute))
-        if point is not None:
-            point.outcomes[outcome] += count
-    for minute, measure, total, low, high in driver().rollup_percentiles(
-        window.span, starts[0], queue, FRACTIONS
-    ):
+    figures = driver().rollup_figures(window.span, starts[0], queue, FRACTIONS, OUTCOMES)
+    for minute, measure, total, low, high, outcomes in figures:
         point = points.get(minute)
         if point is None:
             continue
-        figures = (bucket_value(low), bucket_value(high))
+        estimates = (bucket_value(low), bucket_value(high))
         if measure == RUN:
-            point.run, point.tries = figures, total
+            point.run, point.tries = estimates, total
+            point.outcomes.update(
+                {name: count for name, count in zip(OUTCOMES, outcomes, strict=True) if count}
+            )
         else:
-            point.wait = figures
+            point.wait = estimates
     # The depth of an interval of 15 minutes is its last sample's.
     sampled = depth.values_list("minute").annotate(due=Sum("due"), running=Sum("running")).order_by("minute")
     for minute, due, running in sampled:

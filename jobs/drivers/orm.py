@@ -206,35 +206,47 @@ VALUES {values}
         with self.cursor() as cursor:
             cursor.execute(self.ADD_TO_ROLLUP.format(values=values), params)
 
-    # The charts' percentiles (``rollup_percentiles``), in SQL every supported database
-    # speaks (window functions: PostgreSQL, MariaDB 10.2+, SQLite 3.25+): per interval and
-    # measure, the buckets summed over queues, types and outcomes, then the first bucket
-    # whose running total reaches each fraction. A few hundred rows come back, not the
-    # thousands of buckets they are read from.
-    ROLLUP_PERCENTILES = """
+    # The charts' figures (``rollup_figures``), in SQL every supported database speaks
+    # (window functions: PostgreSQL, MariaDB 10.2+, SQLite 3.25+), in one statement: per
+    # interval and measure, the buckets summed over queues, types and outcomes; the first
+    # bucket whose running total reaches each fraction; and the tries of each outcome. A
+    # few hundred rows come back, not the thousands of buckets they are read from.
+    ROLLUP_FIGURES = """
 SELECT minute, measure, total,
        MIN(CASE WHEN below >= %s * total THEN bucket END),
-       MIN(CASE WHEN below >= %s * total THEN bucket END)
+       MIN(CASE WHEN below >= %s * total THEN bucket END),
+       MAX(first), MAX(second), MAX(third)
   FROM (SELECT minute, measure, bucket,
                SUM(n) OVER (PARTITION BY minute, measure ORDER BY bucket) AS below,
-               SUM(n) OVER (PARTITION BY minute, measure) AS total
-          FROM (SELECT minute, measure, bucket, SUM(tries) AS n
+               SUM(n) OVER (PARTITION BY minute, measure) AS total,
+               SUM(n1) OVER (PARTITION BY minute, measure) AS first,
+               SUM(n2) OVER (PARTITION BY minute, measure) AS second,
+               SUM(n3) OVER (PARTITION BY minute, measure) AS third
+          FROM (SELECT minute, measure, bucket, SUM(tries) AS n,
+                       SUM(CASE WHEN outcome = %s THEN tries ELSE 0 END) AS n1,
+                       SUM(CASE WHEN outcome = %s THEN tries ELSE 0 END) AS n2,
+                       SUM(CASE WHEN outcome = %s THEN tries ELSE 0 END) AS n3
                   FROM jobs_rollup
                  WHERE span = %s AND minute >= %s {queue}
                  GROUP BY minute, measure, bucket) AS summed) AS running
  GROUP BY minute, measure, total
 """
 
-    def rollup_percentiles(
-        self, span: int, since: datetime, queue: str | None, fractions: tuple[float, float]
-    ) -> list[tuple[datetime, str, int, int, int]]:
-        params: list[Any] = [*fractions, span, self._rollup_value(since)]
+    def rollup_figures(
+        self,
+        span: int,
+        since: datetime,
+        queue: str | None,
+        fractions: tuple[float, float],
+        outcomes: tuple[str, str, str],
+    ) -> list[tuple[datetime, str, int, int, int, tuple[int, int, int]]]:
+        params: list[Any] = [*fractions, *outcomes, span, self._rollup_value(since)]
         if queue is not None:
             params.append(queue)
-        statement = self.ROLLUP_PERCENTILES.format(queue="AND queue = %s" if queue is not None else "")
+        statement = self.ROLLUP_FIGURES.format(queue="AND queue = %s" if queue is not None else "")
         return [
-            (_moment(minute), measure, int(total), int(low), int(high))
-            for minute, measure, total, low, high in self.execute(statement, params)
+            (_moment(minute), measure, int(total), int(low), int(high), (int(one), int(two), int(three)))
+            for minute, measure, total, low, high, one, two, three in self.execute(statement, params)
         ]
 
     def _rollup_value(self, value: Any) -> Any:

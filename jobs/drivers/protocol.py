@@ -183,11 +183,17 @@ class Driver(Protocol):
         not exist yet: one statement, locking the rows in the order given."""
         ...
 
-    def rollup_percentiles(
-        self, span: int, since: datetime, queue: str | None, fractions: tuple[float, float]
-    ) -> list[tuple[datetime, str, int, int, int]]:
+    def rollup_figures(
+        self,
+        span: int,
+        since: datetime,
+        queue: str | None,
+        fractions: tuple[float, float],
+        outcomes: tuple[str, str, str],
+    ) -> list[tuple[datetime, str, int, int, int, tuple[int, int, int]]]:
         """Per span start (from ``since``) and measure of the rollup (``queue``'s or all):
-        the tries counted, and the buckets where the running total reaches each fraction."""
+        the tries counted, the buckets where the running total reaches each fraction, and
+        the tries of each of the three outcomes."""
         ...
 
     # --- wake-up ---
