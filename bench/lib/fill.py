@@ -224,6 +224,7 @@ def rollup_day(per_minute: int, now: object = None) -> tuple[int, float]:
     ``per_minute`` tries a minute (by both spans, as the engine writes them), with a backlog
     in the afternoon that makes the waits and the depth climb; returns (rows, seconds)."""
     import math
+    import random
     from datetime import timedelta
 
     from django.utils import timezone
@@ -242,11 +243,15 @@ def rollup_day(per_minute: int, now: object = None) -> tuple[int, float]:
         minute = last - timedelta(minutes=back)
         phase = math.sin(back / 240) ** 2  # a slow wave over the day
         spike = 6.0 if 300 <= back <= 360 else 1.0  # a backlog five hours ago
+        if 18 <= back <= 24:
+            spike = 3.0  # and a short one twenty minutes ago
+        noise = 0.8 + 0.4 * random.Random(back).random()  # minute to minute
         for queue, type_name, run_ms, wait_ms in ROLLUP_TYPES:
-            total = share * (0.6 + 0.8 * phase)
+            total = share * (0.6 + 0.8 * phase) * noise
             for outcome, part in ((rollup.SUCCEEDED, 0.975), (rollup.RETRIED, 0.02), (rollup.FAILED, 0.005)):
                 tries = total * part * (4 if outcome != rollup.SUCCEEDED and spike > 1 else 1)
-                for measure, median in ((rollup.WAIT, wait_ms * spike * (1 + phase)), (rollup.RUN, run_ms)):
+                waited = wait_ms * spike * (1 + phase) * noise
+                for measure, median in ((rollup.WAIT, waited), (rollup.RUN, run_ms * (0.9 + 0.2 * noise))):
                     centre = rollup.bucket(median / 1000)
                     for offset, weight in enumerate(_SPREAD, start=-3):
                         count = round(tries * weight / 36)
