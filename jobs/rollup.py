@@ -165,7 +165,9 @@ def sample_depth(now: datetime | None = None) -> bool:
 def prune(now: datetime | None = None) -> int:
     """Delete rollup rows and depth samples older than ``JOBS_ROLLUP_KEEP_DAYS``."""
     cutoff = (now or timezone.now()) - timedelta(days=jobs_settings.ROLLUP_KEEP_DAYS)
-    deleted, _ = Rollup.objects.filter(minute__lt=cutoff).delete()
+    deleted = 0
+    for span in SPANS:  # each a range of the primary key (span, minute, …)
+        deleted += Rollup.objects.filter(span=span, minute__lt=cutoff).delete()[0]
     depth, _ = QueueDepth.objects.filter(minute__lt=cutoff).delete()
     return deleted + depth
 
