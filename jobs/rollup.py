@@ -2,8 +2,9 @@
 cost that does not grow with the jobs table.
 
 As tries finish, the supervisor's writes add them up (``record``) per span of minutes (1
-and 15), queue, type and outcome (succeeded, failed, retried): one upsert per
-acknowledgement batch (and per failure, per reap), never a statement per job. Each
+and 15), queue, type and outcome (succeeded, failed, retried), in memory, and write them in
+one upsert at most once a second (``flush``; elsewhere, one upsert per call): never a
+statement per job. Each
 (measure, bucket) is one row holding a count, where the measures are the wait (due to
 started) and the run (started to finished) and the buckets a fixed log-scale histogram:
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -96,33 +98,95 @@ class Finished:
         return Finished(self.queue, self.type, outcome, self.waited, self.ran)
 
 
-def rows(tries: Iterable[Finished], now: datetime | None = None) -> list[RollupRow]:
-    """The upsert's rows for these tries: counted per key, sorted (every writer locks rows
-    in the same order, so two writers never deadlock on them)."""
+Key = tuple[int, datetime, str, str, str, str, int]
+
+
+def counts(tries: Iterable[Finished], now: datetime | None = None) -> Counter[Key]:
+    """The tries counted per rollup row (span, start, queue, type, outcome, measure, bucket)."""
     now = now or timezone.now()
     starts = {span: span_start(now, span) for span in SPANS}
-    counts: Counter[tuple[int, datetime, str, str, str, str, int]] = Counter()
+    counted: Counter[Key] = Counter()
     for each in tries:
         wait_bucket, run_bucket = bucket(each.waited), bucket(each.ran)
         for span, start in starts.items():
-            counts[span, start, each.queue, each.type, each.outcome, WAIT, wait_bucket] += 1
-            counts[span, start, each.queue, each.type, each.outcome, RUN, run_bucket] += 1
-    return [(*key, count) for key, count in sorted(counts.items())]
+            counted[span, start, each.queue, each.type, each.outcome, WAIT, wait_bucket] += 1
+            counted[span, start, each.queue, each.type, each.outcome, RUN, run_bucket] += 1
+    return counted
+
+
+def rows(tries: Iterable[Finished], now: datetime | None = None) -> list[RollupRow]:
+    """The upsert's rows for these tries: counted per key, sorted (every writer locks rows
+    in the same order, so two writers never deadlock on them)."""
+    return _sorted(counts(tries, now))
+
+
+def _sorted(counted: Counter[Key]) -> list[RollupRow]:
+    return [(*key, count) for key, count in sorted(counted.items())]
+
+
+#: A worker's supervisor adds its tries up in memory and writes them at most this often:
+#: at a thousand jobs a second, one upsert a second rather than one per acknowledgement
+#: batch, and a row of the rollup updated that much less often (each update leaves a row
+#: version behind until vacuum).
+FLUSH_SECONDS = 1.0
+
+
+class _Pending:
+    """The tries a supervisor counted and has not written yet (``buffer``)."""
+
+    def __init__(self) -> None:
+        self.counted: Counter[Key] = Counter()
+        self.due = 0.0
+
+
+_pending: _Pending | None = None
+
+
+def buffer() -> None:
+    """From now on, in this process, ``record`` adds up in memory and ``flush`` writes (a
+    worker's supervisor: ``jobs.worker.supervisor``)."""
+    global _pending
+    _pending = _Pending()
+
+
+def pending() -> bool:
+    return _pending is not None and bool(_pending.counted)
 
 
 def record(tries: Sequence[Finished]) -> None:
-    """Add finished tries to the rollup: one statement. A failure to write it loses these
-    figures only (logged): it never fails the acknowledgement that came before it."""
+    """Add finished tries to the rollup: one statement, or (in a supervisor, ``buffer``) a
+    count in memory that ``flush`` writes. A failure to write loses these figures only
+    (logged): it never fails the acknowledgement that came before it."""
     if not tries:
         return
+    if _pending is not None:
+        _pending.counted.update(counts(tries))
+        return
+    _write(rows(tries))
+
+
+def flush(*, force: bool = False) -> None:
+    """Write what a supervisor counted, once ``FLUSH_SECONDS`` passed since the last write
+    (``force``: now, the worker is stopping). On an outage the counts stay for the next try."""
+    if _pending is None or not _pending.counted:
+        return
+    now = time.monotonic()
+    if not force and now < _pending.due:
+        return
+    _write(_sorted(_pending.counted))
+    _pending.counted.clear()
+    _pending.due = now + FLUSH_SECONDS
+
+
+def _write(upsert: list[RollupRow]) -> None:
     try:
         if connection.in_atomic_block:
             with transaction.atomic():  # a savepoint: an error must not break the caller's
-                driver().add_to_rollup(rows(tries))
+                driver().add_to_rollup(upsert)
         else:
-            driver().add_to_rollup(rows(tries))  # autocommit: one round trip
+            driver().add_to_rollup(upsert)  # autocommit: one round trip
     except IntegrityError:  # a column's bound: a figure is not worth a failed write
-        logger.warning("Could not add %d finished tries to the rollup.", len(tries), exc_info=True)
+        logger.warning("Could not add %d rows to the rollup.", len(upsert), exc_info=True)
 
 
 #: A queue's due jobs are counted up to this many a sample (an index-only read of the claim

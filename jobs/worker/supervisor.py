@@ -95,11 +95,14 @@ class Supervisor:
             ", burst" if self.options.burst else "",
             f"{self.listener.describe()}; {self.schedules.describe()}",
         )
+        rollup.buffer()  # the finished tries add up here and are written once a second
         try:
             self._loop()
         finally:
             self._shutdown_children()
             self.results.flush(force=True)
+            if rollup.pending():
+                self.db.call(rollup.flush, force=True)
             self.db.call(workers.unregister, self.name)
             self.listener.close()
             signal.set_wakeup_fd(-1)
@@ -179,6 +182,8 @@ class Supervisor:
                 self.progress.write_due(self._busy_children())
             if self.results.flush_due(now, self._busy):
                 self.results.flush()
+            if rollup.pending():
+                self.db.call(rollup.flush)  # at most once a second (jobs.rollup)
             for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
                 handle: Callable[[], None] = key.data
                 handle()

@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from jobs import bulk, store
-from jobs.models import Job, JobAttempt, Status, TryLog
+from jobs.models import Job, JobAttempt, Rollup, Status, TryLog
 from tests.admin_jobs import PAGE, make_operator, make_viewer
 from tests.support.job_states import wait_status
 from tests.support.waiting import wait_for
@@ -76,6 +76,16 @@ def test_try_logs__live_while_running_one_per_try_bounded_and_on_the_job_page(st
     assert bulk_job.progress_message == "1,500 of 1,500 queued again (by operator)"
     wait_for(
         lambda: Job.objects.filter(type="test.noop", status=Status.SUCCEEDED).count() == 1501, timeout=60
+    )
+
+    # The supervisor's rollup (written once a second): the chatty job's retried and succeeded tries.
+    wait_for(
+        lambda: (
+            {"retried", "succeeded"}
+            <= set(Rollup.objects.filter(type="test.chatty", span=1).values_list("outcome", flat=True))
+        ),
+        timeout=30,
+        message="the rollup of the chatty job's tries",
     )
 
     failed_try = JobAttempt.objects.get(job_id=chatty.pk)
