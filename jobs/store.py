@@ -249,7 +249,7 @@ def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str
     if len(applied) != len(done):
         dropped = sorted({job_id for job_id, _ in done} - set(applied))
         logger.warning("Dropped late results of jobs %s: no longer running under %s.", dropped, worker)
-    # The charts' rollup: one more statement for the whole batch (``jobs.rollup``).
+    # The charts' rollup (``jobs.rollup``): counted, from what the acknowledgement returned.
     rollup.record([Finished(job.queue, job.type, rollup.SUCCEEDED, job.waited, job.ran) for job in finished])
     return applied
 

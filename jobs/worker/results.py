@@ -3,9 +3,10 @@
 Acknowledgements of succeeded jobs wait, while children are busy, for a batch
 (``JOBS_ACK_BATCH``) or at most ``ACK_DELAY``, so that many are written in one statement;
 those that carry a result (django.tasks tasks) go in a statement of their own, so the
-common acknowledgement stays as lean as it was. Each acknowledgement statement is followed
-by the one upsert of the charts' rollup (``jobs.store.complete``, ``jobs.rollup``); the
-tries' logs (``jobs.try_log``) wait with the acknowledgements and go in one statement. Failures, rescheduled jobs (``RetryLater``)
+common acknowledgement stays as lean as it was. What an acknowledgement returns is counted
+for the charts' rollup (``jobs.store.complete``; the supervisor writes the counts at most
+once a second, ``jobs.rollup``); the tries' logs (``jobs.try_log``) wait with the
+acknowledgements and go in one statement. Failures, rescheduled jobs (``RetryLater``)
 and jobs handed back are written at the next flush. During a database outage
 everything stays here: the jobs remain this worker's (``held_ids`` keeps their heartbeat
 going once the database is back), and each write is fenced by worker and attempt, so a
