@@ -17,6 +17,7 @@ has a title with its numbers, for people who would rather read than look.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -260,10 +261,12 @@ def _local(moment: datetime) -> datetime:
     return timezone.localtime(moment)
 
 
+@functools.lru_cache(maxsize=1024)
 def _clock(moment: datetime, window: Window) -> str:
     return _local(moment).strftime("%H:%M")
 
 
+@functools.lru_cache(maxsize=1024)
 def _moment(moment: datetime, window: Window) -> str:
     start = _local(moment)
     if window.span == 1:
