@@ -22,7 +22,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 
 from django.utils import timezone
 from django.utils.html import escape, format_html
@@ -257,22 +257,22 @@ class _Plot:
         )
 
 
-def _local(moment: datetime) -> datetime:
-    return timezone.localtime(moment)
-
-
-@functools.lru_cache(maxsize=1024)
 def _clock(moment: datetime, window: Window) -> str:
-    return _local(moment).strftime("%H:%M")
+    return _label(moment, 0, timezone.get_current_timezone())
 
 
-@functools.lru_cache(maxsize=1024)
 def _moment(moment: datetime, window: Window) -> str:
-    start = _local(moment)
-    if window.span == 1:
+    return _label(moment, window.span, timezone.get_current_timezone())
+
+
+@functools.lru_cache(maxsize=2048)
+def _label(moment: datetime, span: int, zone: tzinfo) -> str:
+    """``12:03``, or ``12:00–12:15`` for an interval of ``span`` > 1 minutes, in ``zone``
+    (made once for the four charts and the refreshes that follow)."""
+    start = timezone.localtime(moment, zone)
+    if span <= 1:
         return start.strftime("%H:%M")
-    end = start + timedelta(minutes=window.span)
-    return f"{start:%H:%M}–{end:%H:%M}"
+    return f"{start:%H:%M}–{start + timedelta(minutes=span):%H:%M}"
 
 
 def _count(value: float) -> str:
