@@ -188,7 +188,8 @@ class JobsSettings:
     TRY_LOG_BYTES: int = _setting(64 * 1024, at_least(1024))
     # How long the charts' rollup and the queue depth samples are kept (jobs.rollup).
     ROLLUP_KEEP_DAYS: float = _setting(7.0, at_least(1))
-    DJANGO_Q_SCHEDULER_ONLY: bool = _setting(True, old_name="DJANGO_Q_SCHEDULER_ONLY")
+    # False: a project adding the engine keeps its own django-q2 task lists in the admin index.
+    DJANGO_Q_SCHEDULER_ONLY: bool = _setting(False, old_name="DJANGO_Q_SCHEDULER_ONLY")
     # Dotted names of functions django-q2 may run besides the timers (jobs.schedule_guard).
     DJANGO_Q_ALLOWED_FUNCTIONS: tuple[str, ...] = _setting((), kind=(list, tuple))
 

@@ -66,13 +66,13 @@ def listeners() -> int:
 
 class Workers(Pool):
     """``count`` runworker processes with LOG_LEVEL=WARNING (the README's advice for
-    throughput); ready once each one LISTENs. They book no timer slots (JOBS_SCHEDULER
-    false): a timer's run would be one more job in a drain that counts its jobs."""
+    throughput) and without the timers (whose runs are jobs too: a sweep would land in a
+    drain's count); ready once each one LISTENs."""
 
     def __init__(self, count: int, *args: str, env: dict[str, str] | None = None) -> None:
         command = [sys.executable, "manage.py", "runworker", *args]
-        environment = {**os.environ, "LOG_LEVEL": "WARNING", "JOBS_SCHEDULER": "false", **(env or {})}
-        super().__init__([command] * count, ROOT, environment)
+        quiet = {"LOG_LEVEL": "WARNING", "JOBS_SCHEDULER": "false"}
+        super().__init__([command] * count, ROOT, {**os.environ, **quiet, **(env or {})})
         try:
             wait_until(lambda: self.alive() and listeners() >= count, 60, "workers to start")
         except BaseException:
