@@ -4,7 +4,9 @@ cost that does not grow with the jobs table.
 As tries finish, the supervisor's writes add them up (``record``) per span of minutes (1
 and 15), queue, type and outcome (succeeded, failed, retried), in memory, and write them in
 one upsert at most once a second (``flush``; elsewhere, one upsert per call): never a
-statement per job. Each
+statement per job. Each try counts three times: under its queue and type, under its queue
+with the type ``ALL``, and under ``ALL`` for both, so a chart of a queue or of the whole
+fleet reads its own few rows, however many types and queues there are. Each
 (measure, bucket) is one row holding a count, where the measures are the wait (due to
 started) and the run (started to finished) and the buckets a fixed log-scale histogram:
 
@@ -55,6 +57,7 @@ SPANS = (1, 15)  # minutes
 BUCKETS_PER_OCTAVE = 4
 LAST_BUCKET = 119
 DEPTH_MARKER = ""  # the queue of the row that books a minute's depth sample
+ALL = ""  # the queue and the type of the rows that sum every queue, or every type
 
 
 def bucket(seconds: float | None) -> int:
@@ -112,9 +115,10 @@ def counts(tries: Iterable[Finished], now: datetime | None = None) -> Counter[Ke
     )
     counted: Counter[Key] = Counter()
     for (queue, type_name, outcome, wait_bucket, run_bucket), count in kinds.items():
-        for span, start in starts.items():
-            counted[span, start, queue, type_name, outcome, WAIT, wait_bucket] += count
-            counted[span, start, queue, type_name, outcome, RUN, run_bucket] += count
+        for group in ((queue, type_name), (queue, ALL), (ALL, ALL)):
+            for span, start in starts.items():
+                counted[(span, start, *group, outcome, WAIT, wait_bucket)] += count
+                counted[(span, start, *group, outcome, RUN, run_bucket)] += count
     return counted
 
 
@@ -320,7 +324,7 @@ def series(window: Window, queue: str | None = None, now: datetime | None = None
     depth = QueueDepth.objects.filter(minute__gte=starts[0]).exclude(queue=DEPTH_MARKER)
     if queue is not None:
         depth = depth.filter(queue=queue)
-    figures = driver().rollup_figures(window.span, starts[0], queue, FRACTIONS, OUTCOMES)
+    figures = driver().rollup_figures(window.span, starts[0], queue or ALL, FRACTIONS, OUTCOMES)
     for minute, measure, total, low, high, outcomes in figures:
         point = points.get(minute)
         if point is None:
@@ -346,7 +350,10 @@ def queues_in(window: Window, now: datetime | None = None) -> list[str]:
     """The queues that finished tries in the window (the charts' choice of queue)."""
     since = window.starts(now or timezone.now())[0]
     return sorted(
-        Rollup.objects.filter(span=window.span, minute__gte=since).values_list("queue", flat=True).distinct()
+        Rollup.objects.filter(span=window.span, minute__gte=since, type=ALL)
+        .exclude(queue=ALL)
+        .values_list("queue", flat=True)
+        .distinct()
     )
 
 
@@ -364,7 +371,8 @@ def recent(since: datetime) -> Recent:
     minute it falls in included)."""
     found = Recent()
     grouped = (
-        Rollup.objects.filter(span=1, minute__gte=span_start(since, 1))
+        Rollup.objects.filter(span=1, minute__gte=span_start(since, 1), type=ALL)
+        .exclude(queue=ALL)
         .values_list("queue", "outcome", "measure", "bucket")
         .annotate(n=Sum("tries"))
         .order_by()

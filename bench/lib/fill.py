@@ -258,17 +258,13 @@ def rollup_day(per_minute: int, now: object = None) -> tuple[int, float]:
                         if count <= 0:
                             continue
                         index = max(0, min(rollup.LAST_BUCKET, centre + offset))
+                        # each try under its type, its queue and the whole fleet, as the engine writes it
+                        groups = ((queue, type_name), (queue, rollup.ALL), (rollup.ALL, rollup.ALL))
                         for span in rollup.SPANS:
-                            key = (
-                                span,
-                                rollup.span_start(minute, span),
-                                queue,
-                                type_name,
-                                outcome,
-                                measure,
-                                index,
-                            )
-                            counts[key] = counts.get(key, 0) + count
+                            start = rollup.span_start(minute, span)
+                            for group in groups:
+                                key = (span, start, *group, outcome, measure, index)
+                                counts[key] = counts.get(key, 0) + count
         for queue in sorted({queue for queue, *_ in ROLLUP_TYPES}):
             due = int(share * (0.2 + phase) * (40 if spike > 1 else 1))
             depth.append(QueueDepth(minute=minute, queue=queue, due=due, running=int(8 + 8 * phase)))

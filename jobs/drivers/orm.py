@@ -208,7 +208,8 @@ VALUES {values}
 
     # The charts' figures (``rollup_figures``), in SQL every supported database speaks
     # (window functions: PostgreSQL, MariaDB 10.2+, SQLite 3.25+), in one statement: per
-    # interval and measure, the buckets summed over queues, types and outcomes; the first
+    # interval and measure, the buckets of the queue's (or the fleet's) rows of every type
+    # (type "", see ``jobs.rollup``) summed over the outcomes; the first
     # bucket whose running total reaches each fraction; and the tries of each outcome. A
     # few hundred rows come back, not the thousands of buckets they are read from.
     ROLLUP_FIGURES = """
@@ -227,7 +228,7 @@ SELECT minute, measure, total,
                        SUM(CASE WHEN outcome = %s THEN tries ELSE 0 END) AS n2,
                        SUM(CASE WHEN outcome = %s THEN tries ELSE 0 END) AS n3
                   FROM jobs_rollup
-                 WHERE span = %s AND minute >= %s {queue}
+                 WHERE span = %s AND minute >= %s AND queue = %s AND type = %s
                  GROUP BY minute, measure, bucket) AS summed) AS running
  GROUP BY minute, measure, total
 """
@@ -236,17 +237,16 @@ SELECT minute, measure, total,
         self,
         span: int,
         since: datetime,
-        queue: str | None,
+        queue: str,
         fractions: tuple[float, float],
         outcomes: tuple[str, str, str],
     ) -> list[tuple[datetime, str, int, int, int, tuple[int, int, int]]]:
-        params: list[Any] = [*fractions, *outcomes, span, self._rollup_value(since)]
-        if queue is not None:
-            params.append(queue)
-        statement = self.ROLLUP_FIGURES.format(queue="AND queue = %s" if queue is not None else "")
+        params: list[Any] = [*fractions, *outcomes, span, self._rollup_value(since), queue, ""]
         return [
             (_moment(minute), measure, int(total), int(low), int(high), (int(one), int(two), int(three)))
-            for minute, measure, total, low, high, one, two, three in self.execute(statement, params)
+            for minute, measure, total, low, high, one, two, three in self.execute(
+                self.ROLLUP_FIGURES, params
+            )
         ]
 
     def _rollup_value(self, value: Any) -> Any:

@@ -187,11 +187,12 @@ class Driver(Protocol):
         self,
         span: int,
         since: datetime,
-        queue: str | None,
+        queue: str,
         fractions: tuple[float, float],
         outcomes: tuple[str, str, str],
     ) -> list[tuple[datetime, str, int, int, int, tuple[int, int, int]]]:
-        """Per span start (from ``since``) and measure of the rollup (``queue``'s or all):
+        """Per span start (from ``since``) and measure of the rollup's rows of ``queue`` and
+        every type (``jobs.rollup.ALL``; ``queue`` too is ALL for the whole fleet):
         the tries counted, the buckets where the running total reaches each fraction, and
         the tries of each of the three outcomes."""
         ...
