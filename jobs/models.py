@@ -242,9 +242,10 @@ class Rollup(models.Model):
     it. Written once per acknowledgement batch, read by the charts and the Prometheus
     histograms, pruned on its own retention (``JOBS_ROLLUP_KEEP_DAYS``)."""
 
-    # The key is the primary key: InnoDB keeps the rows in its order, so the charts' range
-    # (span, then minute) is read in one sweep, and PostgreSQL keeps no second index.
-    pk = models.CompositePrimaryKey("span", "minute", "queue", "type", "outcome", "measure", "bucket")
+    # The key is the primary key, the rows of one chart together: span, then queue and type
+    # (a queue's rows for all types, or the fleet's: ``jobs.rollup.ALL``), then minute. So a
+    # chart reads one range (InnoDB keeps the rows in that order: one sweep).
+    pk = models.CompositePrimaryKey("span", "queue", "type", "minute", "outcome", "measure", "bucket")
     span = models.PositiveSmallIntegerField()  # minutes
     minute = models.DateTimeField()  # the span's start
     queue = models.CharField(max_length=50)
@@ -256,6 +257,11 @@ class Rollup(models.Model):
 
     class Meta:
         db_table = "jobs_rollup"
+        indexes = [
+            # Pruning (minute < cutoff) and Prometheus' last minutes of every queue. Rows are
+            # added, not moved: an update of ``tries`` touches no index.
+            models.Index(fields=["minute"], name="jobs_rollup_minute"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.minute:%Y-%m-%d %H:%M} {self.queue} {self.type} {self.outcome}"

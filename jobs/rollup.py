@@ -129,7 +129,11 @@ def rows(tries: Iterable[Finished], now: datetime | None = None) -> list[RollupR
 
 
 def _sorted(counted: Counter[Key]) -> list[RollupRow]:
-    return [(*key, count) for key, count in sorted(counted.items())]
+    """In the primary key's order (span, queue, type, minute, …): the order its rows lock in."""
+    ordered = sorted(
+        counted.items(), key=lambda item: (item[0][0], item[0][2], item[0][3], item[0][1], *item[0][4:])
+    )
+    return [(*key, count) for key, count in ordered]
 
 
 #: A worker's supervisor adds its tries up in memory and writes them at most this often:
@@ -237,9 +241,7 @@ def sample_depth(now: datetime | None = None) -> bool:
 def prune(now: datetime | None = None) -> int:
     """Delete rollup rows and depth samples older than ``JOBS_ROLLUP_KEEP_DAYS``."""
     cutoff = (now or timezone.now()) - timedelta(days=jobs_settings.ROLLUP_KEEP_DAYS)
-    deleted = 0
-    for span in SPANS:  # each a range of the primary key (span, minute, …)
-        deleted += Rollup.objects.filter(span=span, minute__lt=cutoff).delete()[0]
+    deleted = Rollup.objects.filter(minute__lt=cutoff).delete()[0]  # a range of jobs_rollup_minute
     depth, _ = QueueDepth.objects.filter(minute__lt=cutoff).delete()
     return deleted + depth
 
@@ -344,17 +346,6 @@ def series(window: Window, queue: str | None = None, now: datetime | None = None
         if point is not None:
             point.due, point.running = due, running
     return [points[start] for start in starts]
-
-
-def queues_in(window: Window, now: datetime | None = None) -> list[str]:
-    """The queues that finished tries in the window (the charts' choice of queue)."""
-    since = window.starts(now or timezone.now())[0]
-    return sorted(
-        Rollup.objects.filter(span=window.span, minute__gte=since, type=ALL)
-        .exclude(queue=ALL)
-        .values_list("queue", flat=True)
-        .distinct()
-    )
 
 
 @dataclass

@@ -194,7 +194,7 @@ class OrmDriver:
     ADD_TO_ROLLUP = """
 INSERT INTO jobs_rollup (span, minute, queue, type, outcome, measure, bucket, tries)
 VALUES {values}
-    ON CONFLICT (span, minute, queue, type, outcome, measure, bucket)
+    ON CONFLICT (span, queue, type, minute, outcome, measure, bucket)
     DO UPDATE SET tries = jobs_rollup.tries + excluded.tries
 """
 

@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Rollup',
             fields=[
-                ('pk', models.CompositePrimaryKey('span', 'minute', 'queue', 'type', 'outcome', 'measure', 'bucket', blank=True, editable=False, primary_key=True, serialize=False)),
+                ('pk', models.CompositePrimaryKey('span', 'queue', 'type', 'minute', 'outcome', 'measure', 'bucket', blank=True, editable=False, primary_key=True, serialize=False)),
                 ('span', models.PositiveSmallIntegerField()),
                 ('minute', models.DateTimeField()),
                 ('queue', models.CharField(max_length=50)),
@@ -48,6 +48,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'db_table': 'jobs_rollup',
+                'indexes': [models.Index(fields=['minute'], name='jobs_rollup_minute')],
             },
         ),
         migrations.CreateModel(
