@@ -61,6 +61,12 @@ class Job(models.Model):
     # NULL, not "": the partial unique index ignores jobs without a key.
     dedupe_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     run_at = models.DateTimeField(db_default=Now())
+    # Internal, never shown: queued with a run_at that was still ahead when it was written
+    # (a delayed enqueue, a retry's backoff, RetryLater, the reaper's take-back). Such a job
+    # stays out of the claims' range of the claim indexes until a worker promotes it when
+    # it is due (``jobs.store.promote_due``), so a claim never reads past it however many
+    # wait. It still reads "queued" everywhere: the API, django.tasks, the admin, metrics.
+    due_later = models.BooleanField(default=False, db_default=False)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3)
     # Tries used before an operator's last Retry (which gives a new budget): the audit log
@@ -91,19 +97,30 @@ class Job(models.Model):
         permissions = [("view_jobs", "Can view the background jobs page")]
         indexes = [
             # The claim of a one-queue lane (``--queue ai:1``): that queue's next due job by
-            # priority, run_at, id, read in index order. Partial, so a million finished
-            # rows add nothing to it.
+            # priority, run_at, id, read in index order among the jobs not due later, so
+            # the claim starts at the first claimable entry and stops after ``limit``
+            # however many jobs wait for a later time. Partial, so a million finished rows
+            # add nothing to it; every queued job is in it (the admin's queued list and
+            # counts, the metrics read it too).
             models.Index(
-                fields=["queue", "priority", "run_at", "id"],
+                fields=["queue", "due_later", "priority", "run_at", "id"],
                 condition=models.Q(status="queued"),
                 name="jobs_claim",
             ),
             # The claim of a lane serving several queues (the default lane): the same order
             # across queues, so PostgreSQL reads the first rows instead of sorting them all.
             models.Index(
-                fields=["priority", "run_at", "id"],
+                fields=["due_later", "priority", "run_at", "id"],
                 condition=models.Q(status="queued"),
                 name="jobs_claim_any",
+            ),
+            # The jobs due later, by run_at: a worker's promotion reads those now due from
+            # the front, and the moment the next one is due is its first entry. Partial:
+            # only a job waiting for a later time has an entry.
+            models.Index(
+                fields=["run_at"],
+                condition=models.Q(status="queued", due_later=True),
+                name="jobs_due_later",
             ),
             # Heartbeats (by worker) and the reaper (stale heartbeats): running rows only.
             models.Index(

@@ -1,8 +1,8 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, enqueue_task, claim, claim_job, complete, complete_in_transaction, fail,
-reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
-recover_worker, prune.
+enqueue, enqueue_many, enqueue_task, promote_due, claim, claim_job, complete,
+complete_in_transaction, fail, reschedule, release, heartbeat, set_progress, cancel,
+cancel_if_queued, retry, dismiss, reap, recover_worker, prune.
 The worker calls these; it never writes SQL itself. Neither does this module: how a
 database does a verb is its driver's (``jobs.drivers``); what the verb means (which
 transition applies, the fence, the backoff, what a reap or a release does) is decided here.
@@ -31,7 +31,7 @@ from jobs import registry, retries, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.orm import claimed_row_fields
-from jobs.drivers.protocol import Batch, ClaimedJob
+from jobs.drivers.protocol import Batch, ClaimedJob, Promoted
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
 
@@ -57,6 +57,14 @@ class Failure:
     @property
     def text(self) -> str:
         return f"{self.error_class}: {self.message}" if self.message else self.error_class
+
+
+def due_later(run_at: datetime | None, now: datetime | None = None) -> bool:
+    """Is a job queued for ``run_at`` waiting for a later time? Such a job stays out of
+    the claims until a worker promotes it when due (``promote_due``); every transition
+    that queues a job sets it. Judged by this host's clock: the claim compares run_at with
+    the database's, so a skew between the two can delay a job by a poll, never run it early."""
+    return run_at is not None and run_at > (now or timezone.now())
 
 
 def notify(queues: Iterable[str]) -> None:
@@ -100,6 +108,7 @@ def enqueue(
     }
     if run_at is not None:
         fields["run_at"] = run_at
+    fields["due_later"] = due_later(run_at)
     # A concurrent twin may commit between our insert and our lookup, or finish between
     # the lookup and a new insert: a few rounds settle it.
     for _ in range(5):
@@ -135,6 +144,7 @@ def enqueue_task(
     run_at = validation.run_at(run_at)
     if run_at is not None:
         fields["run_at"] = run_at
+    fields["due_later"] = due_later(run_at)
     job = _insert_one(fields, validation.payload_text(payload))
     assert job is not None, "only a dedupe key can make an insert a no-op"
     return job
@@ -196,12 +206,23 @@ def enqueue_many(
                 run_at=run_at,
                 payloads=texts[start : start + batch_size],
                 dedupe_keys=keys[start : start + batch_size],
+                due_later=due_later(run_at),
             )
         )
     return added
 
 
 # --- claim and finish ---------------------------------------------------------------------
+
+PROMOTE_BATCH = 1000  # jobs due later made claimable in one statement
+
+
+def promote_due(limit: int = PROMOTE_BATCH) -> Promoted:
+    """Make claimable the jobs due later whose time has come, up to ``limit`` (earliest
+    first), waking their queues' idle workers where the database notifies; with the seconds
+    until the next one is due. Workers call it on every poll and when that moment comes
+    (``jobs.worker.promoter``); a full batch means more may be due."""
+    return driver().promote_due(limit)
 
 
 def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
@@ -283,11 +304,12 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
         if retries.retried(job.attempts, job.max_attempts, retryable=failure.retryable):
             job.status = Status.QUEUED
             job.run_at = now + retries.backoff(job.type, job.attempts)
+            job.due_later = due_later(job.run_at, now)
             job.heartbeat_at = None
         else:
             job.status = Status.FAILED
             job.finished_at = now
-        job.save(update_fields=["status", "error", "run_at", "heartbeat_at", "finished_at"])
+        job.save(update_fields=["status", "error", "run_at", "due_later", "heartbeat_at", "finished_at"])
         _record_attempt(job, worker, failure)
     return job.status
 
@@ -318,7 +340,8 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
 
     ``at`` is capped at ``JOBS_MAX_RETRY_LATER_SECONDS`` from now, whoever asked: a host's
     "retry in 3e9 seconds" must not park a job (and hold its dedupe key) for a century."""
-    at = min(at, timezone.now() + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
+    now = timezone.now()
+    at = min(at, now + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
     with transaction.atomic():
         # Locks the one job row until it is queued again and the try is recorded.
         job = driver().lock_if_running(worker, job_id, attempt)
@@ -329,6 +352,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
         job.status = Status.QUEUED
         job.attempts -= 1
         job.run_at = at
+        job.due_later = due_later(at, now)
         job.locked_by = None
         job.started_at = job.heartbeat_at = None
         job.progress = None
@@ -339,6 +363,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
                 "status",
                 "attempts",
                 "run_at",
+                "due_later",
                 "locked_by",
                 "started_at",
                 "heartbeat_at",
@@ -347,7 +372,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
                 "message",
             ]
         )
-        if at <= timezone.now():
+        if not job.due_later:
             notify([job.queue])
     return True
 
@@ -371,6 +396,7 @@ def release(worker: str, items: Sequence[tuple[int, int]], message: str = "") ->
                 started_at=None,
                 heartbeat_at=None,
                 run_at=Now(),
+                due_later=False,
                 progress=None,
                 progress_message="",
                 message=message,
@@ -464,6 +490,7 @@ def retry(job: Job | int) -> Job:
             row.error = ""
             row.message = REQUEUED_BY_ADMIN
             row.run_at = timezone.now()
+            row.due_later = False
             row.started_at = row.finished_at = row.heartbeat_at = row.dismissed_at = None
             row.locked_by = None
             row.progress = None
@@ -546,6 +573,7 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
                 # After the type's backoff, as after any failed try: a job that kills its
                 # worker must not go straight on to kill the next one.
                 job.status, job.run_at = Status.QUEUED, now + retries.backoff(job.type, job.attempts)
+                job.due_later = due_later(job.run_at, now)
                 job.message = REQUEUED_AFTER_RESTART
                 job.locked_by = None
                 requeued += 1
@@ -558,6 +586,7 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
                     "error",
                     "message",
                     "run_at",
+                    "due_later",
                     "locked_by",
                     "heartbeat_at",
                 ]

@@ -19,7 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from jobs.drivers.orm import OrmDriver, placeholders
-from jobs.drivers.protocol import Batch, ClaimedJob
+from jobs.drivers.protocol import Batch, ClaimedJob, Promoted
 
 # --- schema (migration 0010) ---
 
@@ -65,6 +65,46 @@ SCHEMA_UNDO = (
     "ALTER TABLE jobs_job DROP COLUMN dedupe_active",
 )
 
+# --- schema (migration 0012): jobs due later ---
+
+# A job due later (``due_later``, see the model) is kept out of the claims' range: the claim
+# indexes lead with (status, due_later), so a claim reads the ready jobs alone. The jobs
+# due later are found by ``due_at``, their run_at while they wait and NULL otherwise (a
+# generated column), under an index of its own: a promotion reads those now due from its
+# front. A claim or an acknowledgement changes the status of a job whose ``due_at`` is
+# NULL before and after, so InnoDB leaves that index alone: it costs the hot path nothing,
+# as the partial index ``jobs_due_later`` does on PostgreSQL.
+_DUE_LATER_SHAPES = {
+    "jobs_claim": "status, due_later, queue, priority, run_at, id",
+    "jobs_claim_any": "status, due_later, priority, run_at, id",
+    "jobs_due_later": "due_at",
+}
+# 0010's shapes of the claim indexes, which 0012 replaces (and puts back when reversed).
+_STATUS_FIRST_0010 = {name: _STATUS_FIRST[name] for name in ("jobs_claim", "jobs_claim_any")}
+SCHEMA_DUE_LATER = (
+    """ALTER TABLE jobs_job ADD COLUMN due_at datetime(6)
+        GENERATED ALWAYS AS (IF(status = 'queued' AND due_later, run_at, NULL)) STORED""",
+    "ALTER TABLE jobs_job "
+    + ", ".join(
+        f"DROP INDEX {name}, ADD INDEX {name} ({columns})" for name, columns in _DUE_LATER_SHAPES.items()
+    ),
+)
+# Back to the indexes Django builds from the model (0012's own operations then undo them).
+SCHEMA_DUE_LATER_UNDO = (
+    "ALTER TABLE jobs_job DROP INDEX jobs_due_later, ADD INDEX jobs_due_later (run_at)",
+    "ALTER TABLE jobs_job DROP COLUMN due_at",
+    "ALTER TABLE jobs_job DROP INDEX jobs_claim, ADD INDEX jobs_claim (queue, due_later, priority, run_at, id), "
+    "DROP INDEX jobs_claim_any, ADD INDEX jobs_claim_any (due_later, priority, run_at, id)",
+)
+# Reversing 0012 puts back the claim indexes Django builds for 0011's model; these make
+# them 0010's again.
+SCHEMA_CLAIM_0010 = (
+    "ALTER TABLE jobs_job "
+    + ", ".join(
+        f"DROP INDEX {name}, ADD INDEX {name} ({columns})" for name, columns in _STATUS_FIRST_0010.items()
+    ),
+)
+
 # --- sessions ---
 
 # Every session of the engine speaks UTC (``prepare_session``): Django stores UTC in the
@@ -83,15 +123,15 @@ SESSION_UTC = "SET time_zone = '+00:00'"
 # (CLAIMED_ROWS) by primary key, and commits: the locks live for those three.
 CLAIM_ONE_QUEUE = """
 SELECT id FROM jobs_job FORCE INDEX (jobs_claim)
- WHERE status = 'queued' AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
- ORDER BY status, queue, priority, run_at, id
+ WHERE status = 'queued' AND due_later = FALSE AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
+ ORDER BY status, due_later, queue, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
 CLAIM_QUEUES = """
 SELECT id FROM jobs_job FORCE INDEX (jobs_claim_any)
- WHERE status = 'queued' AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6)
- ORDER BY status, priority, run_at, id
+ WHERE status = 'queued' AND due_later = FALSE AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6)
+ ORDER BY status, due_later, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
@@ -122,6 +162,30 @@ UPDATE jobs_job
  WHERE id IN ({ids})
 """
 
+# --- jobs due later ---
+
+# The promotion of jobs due later that are due now, in one short transaction: lock up to
+# %s of them, earliest first, from the front of ``jobs_due_later`` (their ``due_at``,
+# NULL for every other job, so the range holds only them), skipping rows another worker's
+# promotion holds; clear their flag by primary key (which moves them into the claims'
+# range of ``jobs_claim`` and ``jobs_claim_any``); commit. Workers poll here, so nothing
+# is notified: the promoting worker claims them itself, the others at their next poll.
+PROMOTE_DUE = """
+SELECT id, queue FROM jobs_job FORCE INDEX (jobs_due_later)
+ WHERE due_at <= CURRENT_TIMESTAMP(6)
+ ORDER BY due_at
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+MARK_PROMOTED = "UPDATE jobs_job SET due_later = FALSE WHERE id IN ({ids})"
+# Seconds until the next job due later is due, by the server's clock: the first entry of
+# ``jobs_due_later`` past now (NULL when none waits). Locks nothing.
+NEXT_DUE_IN = """
+SELECT TIMESTAMPDIFF(MICROSECOND, CURRENT_TIMESTAMP(6), MIN(due_at)) / 1000000
+  FROM jobs_job FORCE INDEX (jobs_due_later)
+ WHERE due_at > CURRENT_TIMESTAMP(6)
+"""
+
 # --- enqueue ---
 
 # Bulk enqueue: one multi-row INSERT per batch. mysqlclient folds executemany into one
@@ -130,10 +194,10 @@ UPDATE jobs_job
 # IGNORE turns a duplicate active dedupe key (the unique index above) into a skipped row;
 # every other value was checked before (``jobs.validation``), so it hides nothing else.
 INSERT_MANY = """
-INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at, max_attempts,
-                             created_at, status, attempts, progress_message, error, message,
-                             earlier_attempts)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at, due_later,
+                             max_attempts, created_at, status, attempts, progress_message, error,
+                             message, earlier_attempts)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
 
@@ -206,7 +270,7 @@ class MariaDBDriver(OrmDriver):
                 INSERT_MANY,
                 [
                     (batch.type, batch.queue, batch.priority, text, key, batch.run_at or now,
-                     batch.max_attempts, now, *INSERT_MANY_CONSTANTS)
+                     batch.due_later, batch.max_attempts, now, *INSERT_MANY_CONSTANTS)
                     for text, key in zip(batch.payloads, batch.dedupe_keys, strict=True)
                 ],
             )  # fmt: skip
@@ -224,6 +288,19 @@ class MariaDBDriver(OrmDriver):
             cursor.execute(MARK_CLAIMED.format(ids=placeholders(ids)), [worker, *ids])
             cursor.execute(CLAIMED_ROWS.format(ids=placeholders(ids)), ids)
             return [ClaimedJob(*row) for row in cursor.fetchall()]
+
+    def promote_due(self, limit: int) -> Promoted:
+        with transaction.atomic(using=self.alias), self.cursor() as cursor:
+            cursor.execute(PROMOTE_DUE, [limit])
+            rows = cursor.fetchall()
+            if rows:
+                ids = [job_id for job_id, _ in rows]
+                cursor.execute(MARK_PROMOTED.format(ids=placeholders(ids)), ids)
+        with self.cursor() as cursor:
+            cursor.execute(NEXT_DUE_IN)
+            found = cursor.fetchone()
+        next_due_in = None if found is None or found[0] is None else float(found[0])
+        return Promoted(len(rows), sorted({queue for _, queue in rows}), next_due_in)
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

@@ -20,11 +20,11 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, F, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from jobs.drivers.protocol import Batch, ClaimedJob, Subscription, TaskRow
+from jobs.drivers.protocol import Batch, ClaimedJob, Promoted, Subscription, TaskRow
 from jobs.models import Job, JobAttempt, Status, Worker
 
 
@@ -37,6 +37,7 @@ def claimed_row_fields(worker: str) -> dict[str, Any]:
     """What a claim writes on a job it takes: one more attempt, running for ``worker``."""
     return {
         "status": Status.RUNNING,
+        "due_later": False,  # a test's inline run may take a job before its time
         "attempts": F("attempts") + 1,
         "locked_by": worker,
         "started_at": Now(),
@@ -111,6 +112,7 @@ class OrmDriver:
                 dedupe_key=key,
                 max_attempts=batch.max_attempts,
                 run_at=batch.run_at or now,
+                due_later=batch.due_later,
             )
             for text, key in zip(batch.payloads, batch.dedupe_keys, strict=True)
         ]
@@ -128,7 +130,7 @@ class OrmDriver:
             ids = list(
                 self.jobs()
                 .select_for_update(skip_locked=True)
-                .filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
+                .filter(status=Status.QUEUED, due_later=False, queue__in=queues, run_at__lte=Now())
                 .order_by("priority", "run_at", "id")
                 .values_list("id", flat=True)[:limit]
             )
@@ -142,6 +144,22 @@ class OrmDriver:
                 )
                 for job in claimed
             ]
+
+    def promote_due(self, limit: int) -> Promoted:
+        waiting = self.jobs().filter(status=Status.QUEUED, due_later=True)
+        with transaction.atomic(using=self.alias):
+            rows = list(
+                waiting.select_for_update(skip_locked=True)
+                .filter(run_at__lte=Now())
+                .order_by("run_at")
+                .values_list("id", "queue")[:limit]
+            )
+            if rows:
+                self.jobs().filter(id__in=[job_id for job_id, _ in rows]).update(due_later=False)
+        # The embedded database's clock is this host's.
+        following = waiting.filter(run_at__gt=Now()).aggregate(at=Min("run_at"))["at"]
+        next_due_in = None if following is None else (following - timezone.now()).total_seconds()
+        return Promoted(len(rows), sorted({queue for _, queue in rows}), next_due_in)
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

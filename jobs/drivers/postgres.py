@@ -24,7 +24,7 @@ from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
-from jobs.drivers.protocol import Batch, ClaimedJob, TaskRow
+from jobs.drivers.protocol import Batch, ClaimedJob, Promoted, TaskRow
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -47,8 +47,11 @@ SUPERVISOR_ASYNC_COMMIT = "SET synchronous_commit TO off"
 # Locks up to %(limit)s due, queued rows of the worker's queues in claim order, skipping
 # rows another worker holds, and marks them running under this worker in the same
 # statement, so the lock lives only as long as this one UPDATE. A one-queue lane is served
-# by the partial index ``jobs_claim``, a lane of several queues by ``jobs_claim_any``; both
-# are read in order, so the cost does not grow with the backlog. The ids are gathered into
+# by the partial index ``jobs_claim`` (queue, due_later, priority, run_at, id), a lane of
+# several queues by ``jobs_claim_any`` (due_later, priority, run_at, id); both are read in
+# order from the first job not due later, so the cost grows neither with the backlog nor
+# with the jobs waiting for a later time (those stay under due_later = true until a worker
+# promotes them, ``PROMOTE``). The ids are gathered into
 # an array first (an InitPlan), so even the generic plan of the prepared statement reaches
 # the rows through the primary key rather than joining against the whole table. The
 # payload goes out as text: the child process parses it. Each row's queue goes out too: a
@@ -62,7 +65,7 @@ UPDATE jobs_job
        progress = NULL, progress_message = ''
  WHERE id = ANY(ARRAY(
         SELECT id FROM jobs_job
-         WHERE status = 'queued' AND {queue_condition} AND run_at <= now()
+         WHERE status = 'queued' AND {queue_condition} AND due_later = false AND run_at <= now()
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED))
@@ -121,10 +124,10 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
 # rows). The statement locks only its new row; a twin holding the same key in a
 # transaction not yet committed makes it wait for that transaction, so only one inserts.
 INSERT_ONE = """
-INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
                       attempts, max_attempts, progress_message, error, message)
 VALUES (%(type)s, %(queue)s, %(priority)s, 'queued', %(payload)s::jsonb, %(dedupe_key)s,
-        COALESCE(%(run_at)s::timestamptz, now()), 0, %(max_attempts)s, '', '', '')
+        COALESCE(%(run_at)s::timestamptz, now()), %(due_later)s, 0, %(max_attempts)s, '', '', '')
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
 RETURNING id, run_at, created_at
@@ -134,10 +137,10 @@ RETURNING id, run_at, created_at
 # unique index ``jobs_dedupe_active`` turns a duplicate active dedupe key into a no-op;
 # like INSERT_ONE it locks only the rows it adds.
 INSERT_MANY = """
-INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
                       attempts, max_attempts, progress_message, error, message)
 SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.dedupe_key,
-       COALESCE(%(run_at)s, now()), 0, %(max_attempts)s, '', '', ''
+       COALESCE(%(run_at)s, now()), %(due_later)s, 0, %(max_attempts)s, '', '', ''
   FROM unnest(%(payloads)s::text[], %(dedupe_keys)s::text[]) AS item(payload, dedupe_key)
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
@@ -172,6 +175,35 @@ DROP FUNCTION IF EXISTS jobs_notify_enqueued();
 # job; enqueue wakes them by the trigger above). Locks nothing and reads no table;
 # PostgreSQL delivers the notice at commit, so a rolled-back change wakes no one.
 NOTIFY = "SELECT pg_notify(%s, %s)"
+
+# Promotes the jobs due later that are due now (``jobs.store.promote_due``): locks up to
+# %(limit)s of them, earliest first, skipping rows another worker's promotion (or an
+# operator's cancel) holds, and clears their flag in the same statement, so they enter the
+# claims' range of ``jobs_claim`` and ``jobs_claim_any``; the locks last as long as this
+# statement. Read from the front of the partial index ``jobs_due_later`` (run_at of the
+# jobs due later), so it reads only the rows it promotes. Each queue that got jobs is
+# notified, delivered at commit like the enqueue trigger's. The last column, from the same
+# index's first entry past now, is how many seconds (by the database's clock) until the
+# next job due later is due: the worker comes back then. The array and the outer SELECT
+# are the claim's pattern; ``woken`` is read by the outer SELECT, or it would not run.
+PROMOTE = f"""
+WITH promoted AS (
+UPDATE jobs_job SET due_later = false
+ WHERE id = ANY(ARRAY(
+        SELECT id FROM jobs_job
+         WHERE status = 'queued' AND due_later AND run_at <= now()
+         ORDER BY run_at
+         LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED))
+RETURNING queue
+), woken AS (
+SELECT queue, pg_notify('{CHANNEL}', queue) FROM (SELECT DISTINCT queue FROM promoted) AS due
+)
+SELECT (SELECT count(*) FROM promoted),
+       ARRAY(SELECT queue FROM woken),
+       (SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 FROM jobs_job
+         WHERE status = 'queued' AND due_later AND run_at > now())
+"""
 
 # A timer step's guard (``jobs.timers``): a transaction-level advisory lock on the step's
 # 32-bit key, taken without waiting, so a second run of the same step at the same moment
@@ -287,7 +319,13 @@ class PostgresDriver(OrmDriver):
     def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:
         # One prepared statement and one round trip: enqueue is on every producer's path.
         rows = self.execute_prepared(
-            INSERT_ONE, {**fields, "payload": payload_text, "run_at": fields.get("run_at")}
+            INSERT_ONE,
+            {
+                **fields,
+                "payload": payload_text,
+                "run_at": fields.get("run_at"),
+                "due_later": fields.get("due_later", False),
+            },
         )
         if not rows:
             return None
@@ -311,6 +349,7 @@ class PostgresDriver(OrmDriver):
                     "queue": batch.queue,
                     "priority": batch.priority,
                     "run_at": batch.run_at,
+                    "due_later": batch.due_later,
                     "max_attempts": batch.max_attempts,
                     "payloads": list(batch.payloads),
                     "dedupe_keys": list(batch.dedupe_keys),
@@ -328,6 +367,11 @@ class PostgresDriver(OrmDriver):
                 CLAIM_QUEUES, {"worker": worker, "queues": list(queues), "limit": limit}
             )
         return [ClaimedJob(*row) for row in rows]
+
+    def promote_due(self, limit: int) -> Promoted:
+        # One prepared statement: the promotion, the notices and the next due moment.
+        [(count, queues, next_due_in)] = self.execute_prepared(PROMOTE, {"limit": limit})
+        return Promoted(count, list(queues), next_due_in)
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

@@ -48,6 +48,15 @@ class Batch:
     run_at: datetime | None
     payloads: Sequence[str]
     dedupe_keys: Sequence[str | None]
+    due_later: bool = False  # run_at is still ahead: the jobs wait for a promotion
+
+
+class Promoted(NamedTuple):
+    """What one promotion of jobs due later did (``Driver.promote_due``)."""
+
+    promoted: int  # jobs made claimable
+    queues: list[str]  # their queues, each once
+    next_due_in: float | None  # seconds until the next job due later is due (None: none waits)
 
 
 class TaskRow(NamedTuple):
@@ -119,6 +128,13 @@ class Driver(Protocol):
     def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
         """Mark up to ``limit`` due queued jobs of ``queues`` running under ``worker`` (one
         more attempt each), skipping rows another session holds; in claim order."""
+        ...
+
+    def promote_due(self, limit: int) -> Promoted:
+        """Make up to ``limit`` queued jobs due later whose run_at has come claimable
+        (earliest first, skipping rows another session holds), waking the idle workers of
+        their queues where the database notifies; with the seconds until the next job due
+        later is due, by the database's clock. Its own short transaction."""
         ...
 
     def complete_many(

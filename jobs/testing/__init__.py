@@ -148,6 +148,7 @@ def drain(queue: str | Iterable[str] | None = None, *, limit: int = DRAIN_LIMIT)
     drained = Drained()
     while True:
         queues = _queues(queue)
+        store.promote_due()  # as a worker does: jobs due later whose time has come
         claimed = store.claim(WORKER, queues, 1) if queues else []
         if not claimed:
             return drained
