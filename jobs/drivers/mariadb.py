@@ -178,12 +178,12 @@ SELECT id, queue FROM jobs_job FORCE INDEX (jobs_due_later)
    FOR UPDATE SKIP LOCKED
 """
 MARK_PROMOTED = "UPDATE jobs_job SET due_later = FALSE WHERE id IN ({ids})"
-# Seconds until the next job due later is due, by the server's clock: the first entry of
-# ``jobs_due_later`` past now (NULL when none waits). Locks nothing.
+# Seconds until the next job due later is due, by the server's clock: the first non-NULL
+# entry of ``jobs_due_later`` (NULL when none waits), read after the promotion committed.
+# Zero or less when one is due already (it came due since, or another worker's promotion
+# holds it): the worker then looks again shortly. Locks nothing.
 NEXT_DUE_IN = """
-SELECT TIMESTAMPDIFF(MICROSECOND, CURRENT_TIMESTAMP(6), MIN(due_at)) / 1000000
-  FROM jobs_job FORCE INDEX (jobs_due_later)
- WHERE due_at > CURRENT_TIMESTAMP(6)
+SELECT TIMESTAMPDIFF(MICROSECOND, CURRENT_TIMESTAMP(6), MIN(due_at)) / 1000000 FROM jobs_job
 """
 
 # --- enqueue ---

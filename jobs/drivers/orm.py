@@ -156,8 +156,9 @@ class OrmDriver:
             )
             if rows:
                 self.jobs().filter(id__in=[job_id for job_id, _ in rows]).update(due_later=False)
-        # The embedded database's clock is this host's.
-        following = waiting.filter(run_at__gt=Now()).aggregate(at=Min("run_at"))["at"]
+        # Read after the promotion committed: zero or less when one is due already. The
+        # embedded database's clock is this host's.
+        following = waiting.aggregate(at=Min("run_at"))["at"]
         next_due_in = None if following is None else (following - timezone.now()).total_seconds()
         return Promoted(len(rows), sorted({queue for _, queue in rows}), next_due_in)
 

@@ -183,8 +183,10 @@ NOTIFY = "SELECT pg_notify(%s, %s)"
 # statement. Read from the front of the partial index ``jobs_due_later`` (run_at of the
 # jobs due later), so it reads only the rows it promotes. Each queue that got jobs is
 # notified, delivered at commit like the enqueue trigger's. The last column, from the same
-# index's first entry past now, is how many seconds (by the database's clock) until the
-# next job due later is due: the worker comes back then. The array and the outer SELECT
+# index's first entry not promoted here (the statement's snapshot still shows those), is
+# how many seconds (by the database's clock) until the next job due later is due: the
+# worker comes back then (at once when it is due already: left by a full batch, or held by
+# another worker's promotion). The array and the outer SELECT
 # are the claim's pattern; ``woken`` is read by the outer SELECT, or it would not run.
 PROMOTE = f"""
 WITH promoted AS (
@@ -195,14 +197,14 @@ UPDATE jobs_job SET due_later = false
          ORDER BY run_at
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED))
-RETURNING queue
+RETURNING id, queue
 ), woken AS (
 SELECT queue, pg_notify('{CHANNEL}', queue) FROM (SELECT DISTINCT queue FROM promoted) AS due
 )
 SELECT (SELECT count(*) FROM promoted),
        ARRAY(SELECT queue FROM woken),
        (SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 FROM jobs_job
-         WHERE status = 'queued' AND due_later AND run_at > now())
+         WHERE status = 'queued' AND due_later AND id <> ALL(ARRAY(SELECT id FROM promoted)))
 """
 
 # A timer step's guard (``jobs.timers``): a transaction-level advisory lock on the step's
@@ -371,7 +373,7 @@ class PostgresDriver(OrmDriver):
     def promote_due(self, limit: int) -> Promoted:
         # One prepared statement: the promotion, the notices and the next due moment.
         [(count, queues, next_due_in)] = self.execute_prepared(PROMOTE, {"limit": limit})
-        return Promoted(count, list(queues), next_due_in)
+        return Promoted(count, sorted(queues), next_due_in)
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

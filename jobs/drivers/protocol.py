@@ -56,7 +56,9 @@ class Promoted(NamedTuple):
 
     promoted: int  # jobs made claimable
     queues: list[str]  # their queues, each once
-    next_due_in: float | None  # seconds until the next job due later is due (None: none waits)
+    # Seconds until the next job due later (of those left) is due, by the database's clock:
+    # zero or less when one is due already, None when none waits.
+    next_due_in: float | None
 
 
 class TaskRow(NamedTuple):

@@ -26,6 +26,7 @@ class Promoter:
     def __init__(self, poll_interval: float) -> None:
         self.poll_interval = poll_interval
         self.next_at = 0.0  # time.monotonic(): the first promotion comes at start
+        self.last_at = float("-inf")
 
     def due(self, now: float) -> bool:
         return now >= self.next_at
@@ -34,11 +35,14 @@ class Promoter:
         return self.next_at
 
     def soon(self) -> None:
-        """Promote on the loop's next turn (a burst worker's last look)."""
-        self.next_at = 0.0
+        """Promote on the loop's next turn (no sooner than MIN_GAP after the last one): a
+        retry or a postponed job was just queued for later, and its time is to be learned
+        (or a burst worker takes its last look)."""
+        self.next_at = min(self.next_at, self.last_at + MIN_GAP)
 
     def promote(self, db: DatabaseGuard, now: float) -> set[str]:
         """Promote what is due; the queues that got claimable jobs."""
+        self.last_at = now
         promoted = db.call(store.promote_due)
         if promoted is None:  # the database is away: the guard says when to try again
             return set()

@@ -179,6 +179,8 @@ class Supervisor:
             if self._busy():
                 self.progress.write_due(self._busy_children())
             if self.results.flush_due(now, self._busy):
+                if self.results.requeues():
+                    self.promoter.soon()  # learn when those retries come due
                 self.results.flush()
             for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
                 handle: Callable[[], None] = key.data
@@ -276,6 +278,7 @@ class Supervisor:
         if self._keep_alive(now) and self.db.may_reap(now):
             reaped = self.db.call(store.reap)
             if reaped and reaped.requeued:
+                self.promoter.soon()  # they come back after their backoff
                 for lane in self.lanes:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):

@@ -298,6 +298,107 @@ def test_lock_if_running__finds_only_the_current_attempt(drv):
     assert locked is not None and locked.pk == job.pk
 
 
+# --- jobs due later -------------------------------------------------------------------------
+
+
+@conformance
+def test_due_later__never_claimed_before_its_time_and_claimed_once_promoted_when_due(drv):
+    run_at = timezone.now() + timedelta(seconds=1.5)
+    job = _insert(drv, run_at=run_at, due_later=True)
+    assert drv.claim("w1", ["default"], 10) == []
+    waiting = drv.promote_due(100)
+    assert (waiting.promoted, waiting.queues) == (0, [])
+    assert waiting.next_due_in is not None and 0 < waiting.next_due_in <= 1.5
+
+    def promoted() -> bool:
+        assert drv.claim("w1", ["default"], 10) == [], "claimed before its promotion"
+        return drv.promote_due(100).promoted == 1
+
+    wait_for(promoted, timeout=30, interval=0.02, message="the job's promotion")
+    assert timezone.now() >= run_at, "promoted before its time"
+    assert [claimed.id for claimed in drv.claim("w1", ["default"], 10)] == [job.pk]
+
+
+@conformance
+def test_due_later__many_waiting_jobs_change_no_claim(drv):
+    """Jobs due later, more urgent than the due ones and as many as a claim would read,
+    are neither claimed nor promoted, and the claim's answer is the same as without them."""
+    later = timezone.now() + timedelta(hours=1)
+    waiting = Batch(
+        type="test.noop",
+        queue="default",
+        priority=-100,
+        max_attempts=3,
+        run_at=later,
+        payloads=["{}"] * 500,
+        dedupe_keys=[None] * 500,
+        due_later=True,
+    )
+    assert drv.insert_many(waiting) == 500
+    due = [_insert(drv, priority=priority).pk for priority in (50, 0, 0)]
+
+    assert [job.id for job in drv.claim("w1", ["default", "mail"], 10)] == [due[1], due[2], due[0]]
+    promotion = drv.promote_due(1000)
+    assert promotion.promoted == 0
+    assert promotion.next_due_in is not None and 3500 < promotion.next_due_in <= 3600
+    assert _rows(drv).filter(status=Status.QUEUED, due_later=True).count() == 500
+
+
+@conformance
+def test_due_later__promoted_earliest_first_in_batches_and_their_queues_told(drv):
+    now = timezone.now()
+    ids = [
+        _insert(drv, queue=queue, run_at=now - timedelta(seconds=age), due_later=True).pk
+        for queue, age in (("default", 3), ("mail", 4), ("default", 2), ("ai", 1))
+    ]
+    first = drv.promote_due(2)
+    assert (first.promoted, first.queues) == (2, ["default", "mail"])
+    assert first.next_due_in is not None and first.next_due_in <= 0, "two are due already"
+    assert sorted(job.id for job in drv.claim("w1", ["default", "mail", "ai"], 10)) == sorted(ids[:2])
+    rest = drv.promote_due(10)
+    assert (rest.promoted, rest.queues, rest.next_due_in) == (2, ["ai", "default"], None)
+    assert drv.promote_due(10).promoted == 0
+    assert sorted(job.id for job in drv.claim("w1", ["default", "ai"], 10)) == sorted(ids[2:])
+
+
+@conformance
+def test_due_later__its_dedupe_key_stays_taken_while_it_waits(drv):
+    _insert(drv, dedupe_key="k", run_at=timezone.now() + timedelta(hours=1), due_later=True)
+    assert drv.insert_one(_fields(dedupe_key="k"), "{}") is None
+
+
+@conformance
+def test_due_later__a_retrys_backoff_with_the_stores_policy(drv):
+    """A failed try is queued again for after its backoff: it reads queued, no claim takes
+    it before then, and once its time has come a promotion hands it to the next claim."""
+    job = store.enqueue("test.flaky", {"fail_times": 1})
+    [claimed] = store.claim("w1", ["default"], 1)
+    failure = store.Failure("ConnectionError", "transient failure on try 1")
+    assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.QUEUED
+    row = Job.objects.get(pk=job.pk)
+    assert row.status == Status.QUEUED and row.run_at > timezone.now() - timedelta(seconds=1)
+    wait_for(
+        lambda: store.promote_due().promoted == 1, timeout=30, interval=0.02, message="the retry's promotion"
+    )
+    assert timezone.now() >= row.run_at
+    [again] = store.claim("w2", ["default"], 1)
+    assert (again.id, again.attempt) == (job.pk, 2)
+
+
+@conformance
+def test_due_later__promotion_notifies_the_queues_where_the_driver_listens(drv):
+    if not drv.listens:
+        pytest.skip("workers poll on this database")
+    _insert(drv, queue="mail", run_at=timezone.now() - timedelta(seconds=1), due_later=True)
+    session = connections.create_connection(drv.alias)
+    try:
+        notices = drv.listen(session)
+        assert drv.promote_due(10).queues == ["mail"]  # autocommit: delivered at once
+        wait_for(lambda: "mail" in notices.drain(), message="the promoted queue's notice")
+    finally:
+        session.close()
+
+
 # --- recovery and housekeeping --------------------------------------------------------------
 
 
