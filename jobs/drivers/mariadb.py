@@ -1,8 +1,9 @@
 """The MariaDB driver (10.6+, and MySQL 8): its own SQL for the hot path and the admin.
 
 No partial indexes, no UPDATE … RETURNING, no LISTEN/NOTIFY, no advisory locks. The
-schema below replaces the model's partial indexes (migration 0010); the claim is a short
-transaction of three statements; workers poll; timers take GET_LOCK. The verbs without
+schema below replaces the model's partial indexes (migrations 0010 and 0012); the claim is
+a short transaction of two statements, the acknowledgement one statement; workers poll;
+timers take GET_LOCK. The verbs without
 SQL of their own here are the ORM's (``jobs.drivers.orm``).
 """
 
@@ -114,23 +115,27 @@ SESSION_UTC = "SET time_zone = '+00:00'"
 
 # --- claim and finish ---
 
-# The claim, first statement: locks up to %(limit)s due, queued rows of the lane's queues in
-# claim order, skipping rows another worker holds (MariaDB 10.6+, MySQL 8). The index is
-# named because the optimiser, seeing few rows, may prefer another one and sort; read in
-# this index's order the statement stops after ``limit`` rows, however long the backlog.
+# The claim, first statement: locks up to %s due, queued rows of the lane's queues that are
+# not due later, in claim order, skipping rows another worker holds (MariaDB 10.6+, MySQL
+# 8), and reads what the worker needs of them. The index is named because the optimiser,
+# seeing few rows, may prefer another one and sort; read in this index's order from the
+# first ready entry (status, due_later = FALSE lead it), the statement stops after
+# ``limit`` rows, however long the backlog and however many jobs wait for a later time.
 # Under READ COMMITTED (the worker's isolation level) it locks only the rows it returns.
-# The same transaction then marks them running (MARK_CLAIMED) and reads them back
-# (CLAIMED_ROWS) by primary key, and commits: the locks live for those three.
-CLAIM_ONE_QUEUE = """
-SELECT id FROM jobs_job FORCE INDEX (jobs_claim)
+# The same transaction then marks them running by primary key (MARK_CLAIMED) and commits:
+# the locks live for those two statements. The rows are locked when read, so the attempt
+# the UPDATE writes is the one read plus one.
+_CLAIMED_COLUMNS = "id, type, payload, attempts, max_attempts, queue"
+CLAIM_ONE_QUEUE = f"""
+SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim)
  WHERE status = 'queued' AND due_later = FALSE AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
  ORDER BY status, due_later, queue, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
-CLAIM_QUEUES = """
-SELECT id FROM jobs_job FORCE INDEX (jobs_claim_any)
- WHERE status = 'queued' AND due_later = FALSE AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6)
+CLAIM_QUEUES = f"""
+SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_any)
+ WHERE status = 'queued' AND due_later = FALSE AND queue IN ({{queues}}) AND run_at <= CURRENT_TIMESTAMP(6)
  ORDER BY status, due_later, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
@@ -142,24 +147,24 @@ UPDATE jobs_job
        finished_at = NULL, progress = NULL, progress_message = ''
  WHERE id IN ({ids})
 """
-CLAIMED_ROWS = """
-SELECT id, type, payload, attempts, max_attempts, queue FROM jobs_job
- WHERE id IN ({ids})
- ORDER BY priority, run_at, id
-"""
 
-# The acknowledgement, fenced in two statements of one short transaction: lock the rows
-# still running under this worker (by primary key), keep those whose attempt matches, and
-# mark those succeeded.
-LOCK_RUNNING = """
-SELECT id, attempts FROM jobs_job
- WHERE id IN ({ids}) AND status = 'running' AND locked_by = %s
-   FOR UPDATE
-"""
+# The acknowledgement, one fenced UPDATE in autocommit: the rows still running under this
+# worker at the attempt each was claimed for (the pairs, a filter on the rows the primary
+# key finds) become succeeded; each row is locked only while the statement runs. Its row
+# count (matched rows: Django connects with FOUND_ROWS) says whether every pair applied,
+# the usual case. When some did not (a late result of a reaped job, an acknowledgement
+# written twice) but some did, APPLIED reads which ones: the statement's moment is kept in a
+# session variable as it is written to finished_at of each row it changes, and a row of
+# this worker finished at that very microsecond was finished by it.
 COMPLETE = """
 UPDATE jobs_job
-   SET status = 'succeeded', finished_at = CURRENT_TIMESTAMP(6), progress = 100, error = ''
- WHERE id IN ({ids})
+   SET status = 'succeeded', finished_at = (@jobs_acknowledged := CURRENT_TIMESTAMP(6)),
+       progress = 100, error = ''
+ WHERE id IN ({ids}) AND (id, attempts) IN ({pairs}) AND status = 'running' AND locked_by = %s
+"""
+APPLIED = """
+SELECT id FROM jobs_job
+ WHERE id IN ({ids}) AND status = 'succeeded' AND locked_by = %s AND finished_at = @jobs_acknowledged
 """
 
 # --- jobs due later ---
@@ -277,17 +282,21 @@ class MariaDBDriver(OrmDriver):
             return cursor.rowcount
 
     def claim(self, worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
+        # Two statements in one short transaction: the locking read, the UPDATE.
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
             if len(queues) == 1:
                 cursor.execute(CLAIM_ONE_QUEUE, [queues[0], limit])
             else:
                 cursor.execute(CLAIM_QUEUES.format(queues=placeholders(queues)), [*queues, limit])
-            ids = [row[0] for row in cursor.fetchall()]
-            if not ids:
+            rows = cursor.fetchall()
+            if not rows:
                 return []
+            ids = [row[0] for row in rows]
             cursor.execute(MARK_CLAIMED.format(ids=placeholders(ids)), [worker, *ids])
-            cursor.execute(CLAIMED_ROWS.format(ids=placeholders(ids)), ids)
-            return [ClaimedJob(*row) for row in cursor.fetchall()]
+        return [
+            ClaimedJob(job_id, type_name, payload, attempts + 1, max_attempts, queue)
+            for job_id, type_name, payload, attempts, max_attempts, queue in rows
+        ]
 
     def promote_due(self, limit: int) -> Promoted:
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
@@ -307,15 +316,20 @@ class MariaDBDriver(OrmDriver):
     ) -> list[int]:
         if results is not None:
             return super().complete_many(worker, done, results)
-        # Two statements in one short transaction, whatever the batch's size.
+        # One statement whatever the batch's size; a second only when the fence dropped some.
         ids = [job_id for job_id, _ in done]
-        attempt_of = dict(done)
-        with transaction.atomic(using=self.alias), self.cursor() as cursor:
-            cursor.execute(LOCK_RUNNING.format(ids=placeholders(ids)), [*ids, worker])
-            applied = [job_id for job_id, attempts in cursor.fetchall() if attempt_of[job_id] == attempts]
-            if applied:
-                cursor.execute(COMPLETE.format(ids=placeholders(applied)), applied)
-        return applied
+        pairs = [value for pair in done for value in pair]
+        statement_ids = placeholders(ids)
+        statement_pairs = ", ".join(["(%s, %s)"] * len(done))
+        with self.cursor() as cursor:
+            cursor.execute(COMPLETE.format(ids=statement_ids, pairs=statement_pairs), [*ids, *pairs, worker])
+            if cursor.rowcount == len(done):
+                return ids
+            if cursor.rowcount == 0:  # (and the variable still holds an earlier statement's moment)
+                return []
+            cursor.execute(APPLIED.format(ids=statement_ids), [*ids, worker])
+            applied = {row[0] for row in cursor.fetchall()}
+        return [job_id for job_id in ids if job_id in applied]
 
     @contextmanager
     def try_lock_steps(self, session: BaseDatabaseWrapper, names: Sequence[str]) -> Iterator[bool]:
