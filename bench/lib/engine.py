@@ -66,8 +66,8 @@ def listeners() -> int:
 
 class Workers(Pool):
     """``count`` runworker processes with LOG_LEVEL=WARNING (the README's advice for
-    throughput); ready once each one LISTENs. They book no timer slots: a timer's run
-    (the project's sweeps) landing in a drain would be counted as one of its jobs."""
+    throughput) and without the timers (whose runs are jobs too: a sweep would land in a
+    drain's count); ready once each one LISTENs."""
 
     def __init__(self, count: int, *args: str, env: dict[str, str] | None = None) -> None:
         command = [sys.executable, "manage.py", "runworker", *args]
