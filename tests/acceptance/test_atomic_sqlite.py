@@ -34,6 +34,7 @@ raced = store.enqueue("test.write_atomic", {})
 [first] = store.claim("w1", ["default"], 1)
 store.recover_worker("w1")
 Job.objects.filter(pk=raced.pk).update(run_at=timezone.now() - timedelta(hours=1))  # its backoff has passed
+store.promote_due()  # as a worker would, once it has
 [second] = store.claim("w2", ["default"], 1)
 outcomes = ["committed" if run(job, w).committed else "fenced off" for job, w in [(second, "w2"), (first, "w1")]]
 failing = store.enqueue("test.write_atomic", {"fail": "boom"})
