@@ -136,7 +136,8 @@ class Driver(Protocol):
         """Make up to ``limit`` queued jobs due later whose run_at has come claimable
         (earliest first, skipping rows another session holds), waking the idle workers of
         their queues where the database notifies; with the seconds until the next job due
-        later is due, by the database's clock. Its own short transaction."""
+        later is due, by the database's clock. A worker calls it outside any transaction,
+        so its locks last one short transaction."""
         ...
 
     def complete_many(
