@@ -65,6 +65,24 @@ SCHEMA_UNDO = (
     "ALTER TABLE jobs_job DROP COLUMN dedupe_active",
 )
 
+# --- workflow schema (migration 0014) ---
+
+# One running workflow per (name, dedupe key), as ``dedupe_active`` does it for jobs: the
+# generated ``running_key`` is the key while the workflow runs, NULL after, and a unique
+# index allows any number of NULLs. One job per workflow step: a unique index on the job's
+# step (jobs outside a workflow hold NULL, as many as there are).
+WORKFLOW_SCHEMA = (
+    """ALTER TABLE jobs_workflow ADD COLUMN running_key varchar(255)
+        GENERATED ALWAYS AS (IF(status = 'running', dedupe_key, NULL)) STORED""",
+    "CREATE UNIQUE INDEX jobs_workflow_running_key ON jobs_workflow (name, running_key)",
+    "CREATE UNIQUE INDEX jobs_step_job ON jobs_job (step_id)",
+)
+WORKFLOW_SCHEMA_UNDO = (
+    "DROP INDEX jobs_step_job ON jobs_job",
+    "DROP INDEX jobs_workflow_running_key ON jobs_workflow",
+    "ALTER TABLE jobs_workflow DROP COLUMN running_key",
+)
+
 # --- sessions ---
 
 # Every session of the engine speaks UTC (``prepare_session``): Django stores UTC in the
@@ -103,7 +121,7 @@ UPDATE jobs_job
  WHERE id IN ({ids})
 """
 CLAIMED_ROWS = """
-SELECT id, type, payload, attempts, max_attempts, queue FROM jobs_job
+SELECT id, type, payload, attempts, max_attempts, queue, step_id FROM jobs_job
  WHERE id IN ({ids})
  ORDER BY priority, run_at, id
 """
@@ -136,6 +154,47 @@ INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at,
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
+
+# --- workflows (``jobs.workflow``) ---
+
+# A released step's job: the step's own values (checked when the workflow started), queued,
+# due after its delay, linked to its step. IGNORE makes a second job of a step (the unique
+# index ``jobs_step_job``) or one whose dedupe key an active job holds (``jobs_dedupe_active``)
+# a skipped row; that step waits for the key (``jobs.workflow.progress.release_blocked``).
+# Under READ COMMITTED the SELECT reads the steps without locking them; the INSERT locks
+# only its new rows.
+_STEP_JOB = """
+INSERT IGNORE INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, attempts,
+                             max_attempts, created_at, progress_message, error, message,
+                             earlier_attempts, step_id)
+SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
+       CURRENT_TIMESTAMP(6) + INTERVAL ROUND(COALESCE(s.delay, 0) * 1000000) MICROSECOND,
+       0, s.max_attempts, CURRENT_TIMESTAMP(6), '', '', '', 0, s.id
+  FROM jobs_workflow_step AS s {join}
+ WHERE {condition}
+ ORDER BY s.id
+"""
+# A starting workflow's first steps (inserted as released), through the index
+# ``jobs_workflow_step_graph``, which leads with the workflow.
+RELEASE_WORKFLOW = _STEP_JOB.format(join="", condition="s.workflow_id = %s AND s.status = 'released'")
+# Released steps whose job waited for its dedupe key, by primary key.
+RELEASE_STEPS = _STEP_JOB.format(join="", condition="s.id IN ({ids}) AND s.status = 'released'")
+
+# A step succeeded, in two statements whatever the number of its successors. The first
+# counts down every step that waits for it (the edges' primary key, upstream first, finds
+# them) and releases those that wait for nothing more: MariaDB assigns from left to right,
+# so the status comes first, reading the count as it was. It locks those steps (by primary
+# key) until the step's transaction commits; the caller holds the workflow's row. The
+# second adds the jobs of the steps it released.
+COUNT_DOWN_SUCCESSORS = """
+UPDATE jobs_workflow_step
+   SET status = IF(pending = 1 AND status = 'waiting', 'released', status), pending = pending - 1
+ WHERE id IN (SELECT downstream_id FROM jobs_workflow_edge WHERE upstream_id = %s)
+"""
+RELEASE_SUCCESSORS = _STEP_JOB.format(
+    join="JOIN jobs_workflow_edge AS e ON e.downstream_id = s.id",
+    condition="e.upstream_id = %s AND s.status = 'released' AND s.pending = 0",
+)
 
 # --- timers ---
 
@@ -239,6 +298,24 @@ class MariaDBDriver(OrmDriver):
             if applied:
                 cursor.execute(COMPLETE.format(ids=placeholders(applied)), applied)
         return applied
+
+    def release_workflow(self, workflow_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_WORKFLOW, [workflow_id])
+            return cursor.rowcount
+
+    def release_steps(self, step_ids: Sequence[int]) -> int:
+        if not step_ids:
+            return 0
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_STEPS.format(ids=placeholders(step_ids)), list(step_ids))
+            return cursor.rowcount
+
+    def release_successors(self, step_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(COUNT_DOWN_SUCCESSORS, [step_id])
+            cursor.execute(RELEASE_SUCCESSORS, [step_id])
+            return cursor.rowcount
 
     @contextmanager
     def try_lock_steps(self, session: BaseDatabaseWrapper, names: Sequence[str]) -> Iterator[bool]:

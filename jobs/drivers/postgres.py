@@ -66,9 +66,9 @@ UPDATE jobs_job
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED))
-RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, priority, run_at
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, step_id, priority, run_at
 )
-SELECT id, type, payload, attempts, max_attempts, queue FROM claimed ORDER BY priority, run_at, id
+SELECT id, type, payload, attempts, max_attempts, queue, step_id FROM claimed ORDER BY priority, run_at, id
 """
 CLAIM_ONE_QUEUE = _CLAIM.format(queue_condition="queue = %(queue)s")
 CLAIM_QUEUES = _CLAIM.format(queue_condition="queue = ANY(%(queues)s::varchar[])")
@@ -142,6 +142,58 @@ SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.de
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
 """
+
+# --- workflows (``jobs.workflow``) -----------------------------------------------------------
+
+# A released step's job: the step's own values (checked when the workflow started), queued,
+# due after its delay, linked to its step. The unique index ``jobs_step_job`` makes a second
+# job of a step a no-op, and ``jobs_dedupe_active`` one whose dedupe key an active job holds
+# (that step waits for the key: ``jobs.workflow.progress.release_blocked``). Like any
+# enqueue, the trigger below wakes the workers of the queues that got due jobs.
+_STEP_JOB = """{counted}
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, attempts,
+                      max_attempts, progress_message, error, message, step_id)
+SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
+       now() + make_interval(secs => COALESCE(s.delay, 0)), 0, s.max_attempts, '', '', '', s.id
+  FROM {source} AS s
+ WHERE {condition}
+ ORDER BY s.id
+    ON CONFLICT DO NOTHING
+"""
+
+# A starting workflow's first steps (inserted as released): its steps read through the
+# index ``jobs_workflow_step_graph``, which leads with the workflow. Locks only the new rows.
+RELEASE_WORKFLOW = _STEP_JOB.format(
+    counted="",
+    source="jobs_workflow_step",
+    condition="s.workflow_id = %(workflow)s AND s.status = 'released'",
+)
+
+# Released steps whose job waited for its dedupe key, by primary key.
+RELEASE_STEPS = _STEP_JOB.format(
+    counted="",
+    source="jobs_workflow_step",
+    condition="s.id = ANY(%(ids)s::bigint[]) AND s.status = 'released'",
+)
+
+# A step succeeded: one statement, whatever the number of its successors. The UPDATE counts
+# down every step that waits for it (found by the edges' primary key, upstream first) and
+# releases those that wait for nothing more; the INSERT adds the jobs of the released ones
+# from the rows the UPDATE returns. Every assignment reads the row as it was. It locks the
+# successors' rows (by primary key) and the new jobs until the step's transaction commits;
+# the caller holds the workflow's row, so two upstream steps of one successor count down one
+# after the other.
+RELEASE_SUCCESSORS = _STEP_JOB.format(
+    counted="""
+WITH counted AS (
+    UPDATE jobs_workflow_step AS w
+       SET status = CASE WHEN w.pending = 1 AND w.status = 'waiting' THEN 'released' ELSE w.status END,
+           pending = w.pending - 1
+     WHERE w.id IN (SELECT e.downstream_id FROM jobs_workflow_edge AS e WHERE e.upstream_id = %(step)s)
+    RETURNING w.*)""",
+    source="counted",
+    condition="s.status = 'released' AND s.pending = 0",
+)
 
 # Enqueue wakes idle workers: a statement-level trigger sends one NOTIFY per queue that
 # received due jobs. It reads only the statement's new rows (the transition table), so it
@@ -342,6 +394,21 @@ class PostgresDriver(OrmDriver):
         else:
             rows = self.execute_prepared(COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
         return [row[0] for row in rows]
+
+    def release_workflow(self, workflow_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_WORKFLOW, {"workflow": workflow_id})
+            return cursor.rowcount
+
+    def release_steps(self, step_ids: Sequence[int]) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_STEPS, {"ids": list(step_ids)})
+            return cursor.rowcount
+
+    def release_successors(self, step_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_SUCCESSORS, {"step": step_id})
+            return cursor.rowcount
 
     def notify(self, queues: Sequence[str]) -> None:
         if not queues:

@@ -179,7 +179,14 @@ def _run_claimed(claimed: Any) -> bool:
         store.set_progress(WORKER, claimed.id, claimed.attempt, percent, message)
 
     outcome = child.run(
-        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, WORKER, report
+        claimed.id,
+        claimed.type,
+        claimed.payload,
+        claimed.attempt,
+        claimed.max_attempts,
+        WORKER,
+        report,
+        claimed.step,
     )
     done = [(claimed.id, claimed.attempt)]
     if outcome.kind is Kind.FAILED:
@@ -191,7 +198,8 @@ def _run_claimed(claimed: Any) -> bool:
         return True
     elif outcome.kind is Kind.SUCCEEDED:
         store.complete(WORKER, done, None if outcome.result is None else [outcome.result])
-    # else an atomic job, settled: it committed its completion with its writes, or rolled back
+    # else an atomic job or a workflow step, settled: it committed its completion (with its
+    # writes, and the release of the steps that follow), or rolled back
     return False
 
 
