@@ -109,5 +109,6 @@ class Migration(migrations.Migration):
             model_name='workflowstep',
             constraint=models.UniqueConstraint(fields=('workflow', 'name'), name='jobs_workflow_step_name'),
         ),
-        migrations.RunPython(create_mariadb_schema, drop_mariadb_schema),
+        # MariaDB cannot roll DDL back: its statements run outside a transaction.
+        migrations.RunPython(create_mariadb_schema, drop_mariadb_schema, atomic=False),
     ]

@@ -385,7 +385,7 @@ def prune(finished_before: Any, batch_size: int) -> int:
     jobs is kept (a failed job stays until it is retried or dismissed). In batches, each
     its own short transaction; returns how many workflows."""
     total = 0
-    kept = Job.objects.filter(step_id__in=WorkflowStep.objects.filter(workflow_id=OuterRef("pk")).values("id"))
+    kept = Job.objects.filter(step__workflow_id=OuterRef("pk"))
     while True:
         ids = list(
             Workflow.objects.filter(finished_at__lt=finished_before)

@@ -305,3 +305,9 @@ def step_of(value: str) -> object:
     from jobs import step
 
     return step("test.step", {"value": value}, name=value)
+
+
+@job("test.returns_object", queue="default", attempts=3)
+def returns_object(ctx: JobContext, **payload) -> object:
+    """Returns what JSON cannot hold: a step of this type cannot hand it on."""
+    return object()
