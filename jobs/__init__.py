@@ -94,7 +94,7 @@ if TYPE_CHECKING:
 
     from jobs.admin.record_page import JobButton, RecordJobsMixin
     from jobs.declare import JobFunction, job
-    from jobs.models import Job, TimerSlot, Workflow
+    from jobs.models import Job, TimerSlot, Workflow, WorkflowStep
     from jobs.workflow.flow import Chain, Flow, Group, Step
 
 __all__ = [
@@ -145,6 +145,7 @@ __all__ = [
     "start",
     "step",
     "timer_slots",
+    "workflow_steps",
     "workflow_url",
     "workflows_for",
 ]
@@ -389,6 +390,16 @@ def workflows_for(name: str, *, dedupe_key: str | None = None) -> QuerySet[Workf
     if dedupe_key is not None:
         rows = rows.filter(dedupe_key=dedupe_key)
     return rows.order_by("-id")
+
+
+def workflow_steps(workflow: Workflow | int) -> list[WorkflowStep]:
+    """A workflow's steps by column (``depth``: each right of the steps it waits for), then
+    number (``position``), each with its ``name``, ``type``, ``result`` and
+    ``shown_status``: its job's status while it has one (queued, running, retrying), else
+    its own (waiting, succeeded, failed, cancelled)."""
+    from jobs.workflow import progress
+
+    return progress.steps_of(workflow if isinstance(workflow, int) else workflow.pk)
 
 
 def workflow_url(workflow: Workflow | int) -> str:

@@ -352,6 +352,26 @@ def step_info(step_id: int) -> StepInfo | None:
     return None if found is None else StepInfo(*found)
 
 
+def steps_of(workflow_id: int) -> list[WorkflowStep]:
+    """The workflow's steps by column, then number, each with ``shown_status`` (its job's
+    status while it has one, "retrying" for a retry waiting, "blocked" while its dedupe key
+    is held; else its own)."""
+    rows = list(WorkflowStep.objects.filter(workflow_id=workflow_id).order_by("depth", "position"))
+    jobs = {
+        step: (status, attempts)
+        for step, status, attempts in Job.objects.filter(step_id__in=[row.pk for row in rows]).values_list(
+            "step_id", "status", "attempts"
+        )
+    }
+    for row in rows:
+        shown = row.status
+        if row.status == STEP.RELEASED:
+            status, attempts = jobs.get(row.pk, ("blocked", 0))
+            shown = "retrying" if status == Status.QUEUED and attempts else status
+        row.shown_status = shown  # type: ignore[attr-defined]
+    return rows
+
+
 def upstream_results(step_id: int) -> dict[str, Any]:
     """What each step ``step_id`` waited for returned, by step name, in their order."""
     upstream = WorkflowEdge.objects.filter(downstream_id=step_id).values("upstream_id")
