@@ -17,8 +17,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, Window
-from django.db.models.functions import RowNumber
+from django.db import connection
+from django.db.models import Count, Exists, OuterRef
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -89,13 +89,7 @@ def build(workflow: Workflow) -> Graph:
         gap_after = depths[FIRST_COLUMNS - 1]
         skipped = depths[FIRST_COLUMNS:-LAST_COLUMNS]
         depths = depths[:FIRST_COLUMNS] + depths[-LAST_COLUMNS:]
-    steps = list(
-        WorkflowStep.objects.filter(workflow_id=workflow.pk, depth__in=depths)
-        .annotate(row=Window(RowNumber(), partition_by=[F("depth")], order_by=[F("position").asc()]))
-        .filter(row__lte=PER_COLUMN)
-        .values("id", "position", "name", "type", "status", "pending", "depth", "message")
-        .order_by("depth", "position")
-    )
+    steps = _first_of_columns(workflow.pk, depths)
     ids = [step["id"] for step in steps]
     jobs = {
         job["step_id"]: job
@@ -168,35 +162,64 @@ def build(workflow: Workflow) -> Graph:
                 kind="gap",
             )
         )
-    _connect(graph, ids, box_of, more_of)
+    _connect(graph, steps, box_of, more_of)
     columns = len(depths) + (1 if gap_after is not None else 0)
     graph.width = 2 * PAD + columns * NODE_W + max(columns - 1, 0) * GAP_X
     graph.height = 2 * PAD + tallest * NODE_H + max(tallest - 1, 0) * GAP_Y
     return graph
 
 
-def _connect(graph: Graph, ids: list[int], box_of: dict[int, Box], more_of: dict[int, Box]) -> None:
+def _first_of_columns(workflow_id: int, depths: list[int]) -> list[dict[str, Any]]:
+    """The first ``PER_COLUMN`` steps of each column: one range of the index
+    ``jobs_workflow_step_graph`` (workflow, depth, position) per column, all in one
+    statement where the database takes a UNION of ordered, limited parts."""
+    fields = ("id", "position", "name", "type", "status", "pending", "depth", "message")
+    parts = [
+        WorkflowStep.objects.filter(workflow_id=workflow_id, depth=depth).order_by("position").values(*fields)[
+            :PER_COLUMN
+        ]
+        for depth in depths
+    ]
+    if not parts:
+        return []
+    if connection.features.supports_slicing_ordering_in_compound and len(parts) > 1:
+        return list(parts[0].union(*parts[1:], all=True).order_by("depth", "position"))
+    return [row for part in parts for row in part]  # SQLite: one statement per column
+
+
+def _connect(
+    graph: Graph, steps: list[dict[str, Any]], box_of: dict[int, Box], more_of: dict[int, Box]
+) -> None:
     """The edges between shown steps, and those between a shown step and a column's hidden
-    ones (drawn to that column's box), each read once whatever the number of edges."""
+    steps (drawn to that column's box). A column's hidden steps are those after its last
+    shown one, so whether a shown step has an edge to or from them is an EXISTS that stops
+    at the first such edge: a callback after 10,000 members costs what one after 30 does."""
+    ids = [step["id"] for step in steps]
     if not ids:
         return
     edges = WorkflowEdge.objects.all()
     for up, down in edges.filter(upstream_id__in=ids, downstream_id__in=ids).values_list("upstream_id", "downstream_id"):
         graph.edges.append((box_of[up], box_of[down]))
-    hidden_up = (
-        edges.filter(downstream_id__in=ids).exclude(upstream_id__in=ids)
-        .values_list("upstream__depth", "downstream_id").distinct()
-    )  # fmt: skip
-    for depth, down in hidden_up:
-        if depth in more_of:
-            graph.edges.append((more_of[depth], box_of[down]))
-    hidden_down = (
-        edges.filter(upstream_id__in=ids).exclude(downstream_id__in=ids)
-        .values_list("upstream_id", "downstream__depth").distinct()
-    )  # fmt: skip
-    for up, depth in hidden_down:
-        if depth in more_of:
-            graph.edges.append((box_of[up], more_of[depth]))
+    if not more_of:
+        return
+    last_shown: dict[int, int] = {}
+    for step in steps:
+        last_shown[step["depth"]] = max(last_shown.get(step["depth"], 0), step["position"])
+    marks: dict[str, Exists] = {}
+    for depth in more_of:
+        after = last_shown.get(depth, 0)
+        marks[f"from_{depth}"] = Exists(
+            edges.filter(downstream_id=OuterRef("pk"), upstream__depth=depth, upstream__position__gt=after)
+        )
+        marks[f"to_{depth}"] = Exists(
+            edges.filter(upstream_id=OuterRef("pk"), downstream__depth=depth, downstream__position__gt=after)
+        )
+    for row in WorkflowStep.objects.filter(pk__in=ids).annotate(**marks).values("id", *marks):
+        for depth, more in more_of.items():
+            if row[f"from_{depth}"]:
+                graph.edges.append((more, box_of[row["id"]]))
+            if row[f"to_{depth}"]:
+                graph.edges.append((box_of[row["id"]], more))
 
 
 def svg(graph: Graph) -> SafeString:
