@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Case, Count, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -26,9 +26,9 @@ from django.utils.safestring import SafeString, mark_safe
 from jobs.models import Job, Status, Workflow, WorkflowEdge, WorkflowStep
 
 STEP = WorkflowStep.Status
-PER_COLUMN = 25
-MAX_COLUMNS = 24
-FIRST_COLUMNS, LAST_COLUMNS = 16, 6
+PER_COLUMN = 20
+MAX_COLUMNS = 16
+FIRST_COLUMNS, LAST_COLUMNS = 11, 4  # and the gap between them: 16 columns drawn
 NODE_W, NODE_H = 220, 50
 GAP_X, GAP_Y = 56, 12
 PAD = 8
@@ -104,6 +104,7 @@ def build(workflow: Workflow) -> Graph:
     by_column: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for step in steps:
         by_column[step["depth"]].append(step)
+    job_url = reverse("admin:platform_job_change", args=[0]).replace("/0/", "/{}/")  # once, not per box
     box_of: dict[int, Box] = {}
     more_of: dict[int, Box] = {}
     tallest = 0
@@ -127,7 +128,7 @@ def build(workflow: Workflow) -> Graph:
                 + (f". {step['message']}" if step["message"] else ""),
                 line1=f"#{step['position']} {_cut(step['name'])}",
                 line2=f"{status} · {attempts}",
-                url=reverse("admin:platform_job_change", args=[job["id"]]) if job else "",
+                url=job_url.format(job["id"]) if job else "",
                 step_id=step["id"],
             )
             box_of[step["id"]] = box
@@ -188,7 +189,10 @@ def _first_of_columns(workflow_id: int, depths: list[int]) -> list[dict[str, Any
 
 
 def _connect(
-    graph: Graph, steps: list[dict[str, Any]], box_of: dict[int, Box], more_of: dict[int, Box]
+    graph: Graph,
+    steps: list[dict[str, Any]],
+    box_of: dict[int, Box],
+    more_of: dict[int, Box],
 ) -> None:
     """The edges between shown steps, and those between a shown step and a column's hidden
     steps (drawn to that column's box). A column's hidden steps are those after its last
@@ -205,21 +209,41 @@ def _connect(
     last_shown: dict[int, int] = {}
     for step in steps:
         last_shown[step["depth"]] = max(last_shown.get(step["depth"], 0), step["position"])
-    marks: dict[str, Exists] = {}
-    for depth in more_of:
-        after = last_shown.get(depth, 0)
-        marks[f"from_{depth}"] = Exists(
-            edges.filter(downstream_id=OuterRef("pk"), upstream__depth=depth, upstream__position__gt=after)
-        )
-        marks[f"to_{depth}"] = Exists(
-            edges.filter(upstream_id=OuterRef("pk"), downstream__depth=depth, downstream__position__gt=after)
-        )
-    for row in WorkflowStep.objects.filter(pk__in=ids).annotate(**marks).values("id", *marks):
-        for depth, more in more_of.items():
-            if row[f"from_{depth}"]:
-                graph.edges.append((more, box_of[row["id"]]))
-            if row[f"to_{depth}"]:
-                graph.edges.append((box_of[row["id"]], more))
+    # Each subquery walks the shown step's own edges (the primary key from upstream, the
+    # index on downstream) and stops at the first that reaches a hidden step, one after its
+    # column's last shown one: two subqueries a step, whatever the number of columns. The
+    # depth compared with the shown step's is true of every edge; it keeps PostgreSQL from
+    # hashing the subquery over every edge of the workflow instead. A step linked to hidden
+    # steps of two columns on one side is drawn linked to the first column found.
+    def hidden(side: str) -> Case:
+        last = [When(**{f"{side}__depth": depth}, then=Value(last_shown.get(depth, 0))) for depth in more_of]
+        return Case(*last, default=Value(2**31 - 1))
+
+    first_hidden_upstream = Subquery(
+        edges.filter(
+            downstream_id=OuterRef("pk"),
+            upstream__depth__lt=OuterRef("depth"),
+            upstream__position__gt=hidden("upstream"),
+        ).values("upstream__depth")[:1]
+    )
+    first_hidden_downstream = Subquery(
+        edges.filter(
+            upstream_id=OuterRef("pk"),
+            downstream__depth__gt=OuterRef("depth"),
+            downstream__position__gt=hidden("downstream"),
+        ).values("downstream__depth")[:1]
+    )
+    rows = (
+        WorkflowStep.objects.filter(pk__in=ids)
+        .annotate(up=first_hidden_upstream, down=first_hidden_downstream)
+        .order_by()
+        .values_list("id", "up", "down")
+    )
+    for step_id, up, down in rows:
+        if up in more_of:
+            graph.edges.append((more_of[up], box_of[step_id]))
+        if down in more_of:
+            graph.edges.append((box_of[step_id], more_of[down]))
 
 
 def svg(graph: Graph) -> SafeString:

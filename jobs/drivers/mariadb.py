@@ -19,7 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from jobs.drivers.orm import OrmDriver, placeholders
-from jobs.drivers.protocol import Batch, ClaimedJob
+from jobs.drivers.protocol import Batch, ClaimedJob, StepRow
 
 # --- schema (migration 0010) ---
 
@@ -174,6 +174,21 @@ SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
  WHERE {condition}
  ORDER BY s.id
 """
+# A workflow's steps (as it starts, or steps a running one adds): one multi-row INSERT
+# (mysqlclient folds executemany into one statement per packet; the values are
+# placeholders), then their ids read back by their positions, the workflow's newest, from
+# the index ``jobs_workflow_step_graph`` alone (it leads with the workflow and holds the
+# primary key). Locks only the new rows.
+INSERT_STEPS = """
+INSERT INTO jobs_workflow_step (workflow_id, position, name, type, queue, priority, payload,
+                                dedupe_key, max_attempts, delay, results_as, status, pending,
+                                depth, message, added_by)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+STEP_IDS = "SELECT id, position FROM jobs_workflow_step WHERE workflow_id = %s AND position BETWEEN %s AND %s"
+# The edges between them: one multi-row INSERT.
+INSERT_EDGES = "INSERT INTO jobs_workflow_edge (upstream_id, downstream_id) VALUES (%s, %s)"
+
 # A starting workflow's first steps (inserted as released), through the index
 # ``jobs_workflow_step_graph``, which leads with the workflow.
 RELEASE_WORKFLOW = _STEP_JOB.format(join="", condition="s.workflow_id = %s AND s.status = 'released'")
@@ -298,6 +313,29 @@ class MariaDBDriver(OrmDriver):
             if applied:
                 cursor.execute(COMPLETE.format(ids=placeholders(applied)), applied)
         return applied
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        if not rows:
+            return []
+        with self.cursor() as cursor:
+            cursor.executemany(
+                INSERT_STEPS,
+                [
+                    (workflow_id, row.position, row.name, row.type, row.queue, row.priority, row.payload,
+                     row.dedupe_key, row.max_attempts, row.delay, row.results_as, row.status, row.pending,
+                     row.depth, "", added_by)
+                    for row in rows
+                ],
+            )  # fmt: skip
+            positions = [row.position for row in rows]
+            cursor.execute(STEP_IDS, [workflow_id, min(positions), max(positions)])
+            found = {position: step_id for step_id, position in cursor.fetchall()}
+        return [found[row.position] for row in rows]
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        if pairs:
+            with self.cursor() as cursor:
+                cursor.executemany(INSERT_EDGES, list(pairs))
 
     def release_workflow(self, workflow_id: int) -> int:
         with self.cursor() as cursor:

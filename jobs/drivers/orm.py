@@ -24,10 +24,12 @@ from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Subquery, V
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from jobs.drivers.protocol import Batch, ClaimedJob, Subscription, TaskRow
+from jobs.drivers.protocol import Batch, ClaimedJob, StepRow, Subscription, TaskRow
 from jobs.models import Job, JobAttempt, Status, Worker, WorkflowEdge, WorkflowStep
 
 STEP = WorkflowStep.Status
+#: Rows a bulk insert of steps or edges writes per statement.
+INSERT_BATCH = 2_000
 
 # --- workflows: statements every database runs alike ---
 
@@ -209,6 +211,36 @@ class OrmDriver:
         return self._fenced(worker, job_id, attempt).select_for_update().first()
 
     # --- workflows ---
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        steps = [
+            WorkflowStep(
+                workflow_id=workflow_id,
+                position=row.position,
+                name=row.name,
+                type=row.type,
+                queue=row.queue,
+                priority=row.priority,
+                payload=json.loads(row.payload),
+                dedupe_key=row.dedupe_key,
+                max_attempts=row.max_attempts,
+                delay=row.delay,
+                results_as=row.results_as,
+                status=row.status,
+                pending=row.pending,
+                depth=row.depth,
+                added_by=added_by,
+            )
+            for row in rows
+        ]
+        # The primary keys come back from the insert (RETURNING) on every supported database.
+        WorkflowStep.objects.using(self.alias).bulk_create(steps, batch_size=INSERT_BATCH)
+        return [step.pk for step in steps]
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        WorkflowEdge.objects.using(self.alias).bulk_create(
+            [WorkflowEdge(upstream_id=up, downstream_id=down) for up, down in pairs], batch_size=INSERT_BATCH
+        )
 
     def release_workflow(self, workflow_id: int) -> int:
         return self._insert_step_jobs(

@@ -24,7 +24,7 @@ from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
-from jobs.drivers.protocol import Batch, ClaimedJob, TaskRow
+from jobs.drivers.protocol import Batch, ClaimedJob, StepRow, TaskRow
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -159,6 +159,31 @@ SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
  WHERE {condition}
  ORDER BY s.id
     ON CONFLICT DO NOTHING
+"""
+
+# A workflow's steps (as it starts, or steps a running one adds): one INSERT of the arrays,
+# whatever their number, returning each new row's id with its position. Locks only the
+# new rows.
+INSERT_STEPS = """
+INSERT INTO jobs_workflow_step (workflow_id, position, name, type, queue, priority, payload,
+                                dedupe_key, max_attempts, delay, results_as, status, pending,
+                                depth, message, added_by)
+SELECT %(workflow)s, s.position, s.name, s.type, s.queue, s.priority, s.payload::jsonb,
+       s.dedupe_key, s.max_attempts, s.delay, s.results_as, s.status, s.pending, s.depth, '',
+       %(added_by)s
+  FROM unnest(%(position)s::int[], %(name)s::text[], %(type)s::text[], %(queue)s::text[],
+              %(priority)s::int[], %(payload)s::text[], %(dedupe_key)s::text[],
+              %(max_attempts)s::int[], %(delay)s::float8[], %(results_as)s::text[],
+              %(status)s::text[], %(pending)s::int[], %(depth)s::int[])
+       AS s(position, name, type, queue, priority, payload, dedupe_key, max_attempts, delay,
+            results_as, status, pending, depth)
+RETURNING id, position
+"""
+
+# The edges between them: one INSERT of two arrays. Locks only the new rows.
+INSERT_EDGES = """
+INSERT INTO jobs_workflow_edge (upstream_id, downstream_id)
+SELECT * FROM unnest(%(upstream)s::bigint[], %(downstream)s::bigint[])
 """
 
 # A starting workflow's first steps (inserted as released): its steps read through the
@@ -394,6 +419,24 @@ class PostgresDriver(OrmDriver):
         else:
             rows = self.execute_prepared(COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
         return [row[0] for row in rows]
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        if not rows:
+            return []
+        columns = {name: [getattr(row, name) for row in rows] for name in StepRow._fields}
+        found = dict(
+            (position, step_id)
+            for step_id, position in self.execute(
+                INSERT_STEPS, {"workflow": workflow_id, "added_by": added_by, **columns}
+            )
+        )
+        return [found[row.position] for row in rows]
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        if pairs:
+            self.execute(
+                INSERT_EDGES, {"upstream": [up for up, _ in pairs], "downstream": [down for _, down in pairs]}
+            )
 
     def release_workflow(self, workflow_id: int) -> int:
         with self.cursor() as cursor:

@@ -51,6 +51,25 @@ class Batch:
     dedupe_keys: Sequence[str | None]
 
 
+class StepRow(NamedTuple):
+    """One workflow step for ``Driver.insert_steps``, every value already checked
+    (``jobs.workflow.flow``); ``payload`` is JSON text."""
+
+    position: int
+    name: str
+    type: str
+    queue: str
+    priority: int
+    payload: str
+    dedupe_key: str | None
+    max_attempts: int
+    delay: float | None
+    results_as: str
+    status: str
+    pending: int
+    depth: int
+
+
 class TaskRow(NamedTuple):
     """The fields a django.tasks task's result is built from, JSON still as text."""
 
@@ -141,6 +160,15 @@ class Driver(Protocol):
         ...
 
     # --- workflows (``jobs.workflow.progress``) ---
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        """Insert the workflow's steps (``added_by``: the running step that adds them, or
+        None); their ids, in the order of ``rows``. A few statements whatever their number."""
+        ...
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Insert (upstream, downstream) edges between steps, in a few statements."""
+        ...
 
     def release_workflow(self, workflow_id: int) -> int:
         """Insert the job of each released step of the workflow (its first steps, as it

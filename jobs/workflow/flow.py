@@ -42,6 +42,7 @@ class Step:
     queue: str
     priority: int
     payload: Mapping[str, Any]
+    payload_text: str  # as stored: checked once, written as is
     dedupe_key: str | None
     max_attempts: int
     name: str | None = None
@@ -97,7 +98,7 @@ def step(
     type_name = _type_name(job_type)
     declared = registry.lookup(type_name)
     payload = dict(payload or {})
-    validation.payload_text(payload)
+    text = validation.payload_text(payload)
     key = declared.dedupe_key(payload, validation.dedupe_key(dedupe_key))
     if declared.dedupe is not None:
         key = validation.dedupe_key(key, error=InvalidPayload)
@@ -106,6 +107,7 @@ def step(
         queue=declared.queue,
         priority=validation.priority(priority if priority is not None else declared.priority),
         payload=payload,
+        payload_text=text,
         dedupe_key=key,
         max_attempts=declared.attempts,
         name=_step_name(name),

@@ -23,6 +23,7 @@ from django.db.models.functions import Now
 
 from jobs import validation
 from jobs.drivers import driver
+from jobs.drivers.protocol import StepRow
 from jobs.errors import InvalidJobOption, InvalidTransition
 from jobs.models import Job, Status, Workflow, WorkflowEdge, WorkflowStep
 from jobs.workflow import flow as flows
@@ -30,8 +31,6 @@ from jobs.workflow.flow import Flow, Plan
 
 RUNNING = Workflow.Status.RUNNING
 STEP = WorkflowStep.Status
-#: Rows a bulk insert of steps or edges writes per statement.
-INSERT_BATCH = 2_000
 #: Steps ``release_blocked`` looks at in one pass.
 BLOCKED_BATCH = 1_000
 NAME_LENGTH = 100
@@ -90,17 +89,17 @@ def _insert_workflow(name: str, key: str | None, steps: int) -> Workflow | None:
 
 
 def _insert_steps(workflow_id: int, laid: Plan, *, first: int, depth: int, added_by: int | None) -> list[int]:
-    """The plan's steps (numbered from ``first``, in columns from ``depth``) and edges; the
-    new steps' ids in the plan's order. A step that waits for nothing is released."""
+    """The plan's steps (numbered from ``first``, in columns from ``depth``) and edges, in a
+    few bulk statements; the new steps' ids in the plan's order. A step that waits for
+    nothing is released."""
     rows = [
-        WorkflowStep(
-            workflow_id=workflow_id,
+        StepRow(
             position=first + index,
             name=planned.name,
             type=planned.step.type,
             queue=planned.step.queue,
             priority=planned.step.priority,
-            payload=dict(planned.step.payload),
+            payload=planned.step.payload_text,
             dedupe_key=planned.step.dedupe_key,
             max_attempts=planned.step.max_attempts,
             delay=planned.step.delay,
@@ -108,20 +107,12 @@ def _insert_steps(workflow_id: int, laid: Plan, *, first: int, depth: int, added
             status=STEP.RELEASED if planned.pending == 0 else STEP.WAITING,
             pending=planned.pending,
             depth=depth + planned.depth,
-            added_by=added_by,
         )
         for index, planned in enumerate(laid.steps)
     ]
-    WorkflowStep.objects.bulk_create(rows, batch_size=INSERT_BATCH)
-    ids = [row.pk for row in rows]
-    _insert_edges([(ids[up], ids[down]) for up, down in laid.edges])
+    ids = driver().insert_steps(workflow_id, rows, added_by)
+    driver().insert_edges([(ids[up], ids[down]) for up, down in laid.edges])
     return ids
-
-
-def _insert_edges(pairs: Sequence[tuple[int, int]]) -> None:
-    WorkflowEdge.objects.bulk_create(
-        [WorkflowEdge(upstream_id=up, downstream_id=down) for up, down in pairs], batch_size=INSERT_BATCH
-    )
 
 
 # --- a step's moments (called by jobs.store, in the job's transaction) ----------------------
@@ -323,7 +314,7 @@ def add(step_id: int, added: Sequence[Flow]) -> list[int]:
         ids = _insert_steps(workflow.pk, laid, first=workflow.steps + 1, depth=adder["depth"] + 1, added_by=step_id)
         successors = list(WorkflowEdge.objects.filter(upstream_id=step_id).values_list("downstream_id", flat=True))
         sinks = [ids[index] for index in laid.sinks]
-        _insert_edges(
+        driver().insert_edges(
             [(step_id, ids[index]) for index in laid.sources]
             + [(sink, successor) for sink in sinks for successor in successors]
         )

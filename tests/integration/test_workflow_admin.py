@@ -141,10 +141,13 @@ def test_graph__shows_a_bounded_part_of_a_wide_and_long_workflow() -> None:
 
     graph = workflow_graph.build(workflow)
 
-    assert graph.steps_shown == workflow_graph.FIRST_COLUMNS + workflow_graph.LAST_COLUMNS - 2 + workflow_graph.PER_COLUMN + 1
+    # The chain's first and last columns (its middle is one gap), the group's first steps
+    # (the rest in one box) and the callback.
+    first, last, per_column = workflow_graph.FIRST_COLUMNS, workflow_graph.LAST_COLUMNS, workflow_graph.PER_COLUMN
+    assert graph.steps_shown == first + (last - 2) + per_column + 1
     kinds = [box.kind for box in graph.boxes]
     assert kinds.count("more") == 1 and kinds.count("gap") == 1
     more = next(box for box in graph.boxes if box.kind == "more")
-    assert more.line1 == "+ 175 more steps"
+    assert more.line1 == f"+ {200 - per_column} more steps"
     end = next(box for box in graph.boxes if box.line1.endswith(" end"))
     assert (more, end) in graph.edges  # the hidden members lead to the callback too
