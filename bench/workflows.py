@@ -40,9 +40,13 @@ TABLES = (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--database", help="the database URL (postgres://… or mysql://…); its tables are wiped")
+    parser.add_argument(
+        "--database", help="the database URL (postgres://… or mysql://…); its tables are wiped"
+    )
     args = parser.parse_args()
     project.open_database(args.database, "jp_workflow_bench")
     from django.contrib.auth.models import Permission, User
@@ -72,7 +76,9 @@ def main() -> None:
         ),
     }
     user, _ = User.objects.get_or_create(username="bench-viewer", defaults={"is_staff": True})
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="platform", codename="view_jobs"))
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="platform", codename="view_jobs")
+    )
     client = Client(HTTP_HOST="localhost")
     client.force_login(user)
 

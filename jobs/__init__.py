@@ -94,8 +94,9 @@ if TYPE_CHECKING:
 
     from jobs.admin.record_page import JobButton, RecordJobsMixin
     from jobs.declare import JobFunction, job
-    from jobs.models import Job, TimerSlot, Workflow, WorkflowStep
+    from jobs.models import Job, TimerSlot, Workflow
     from jobs.workflow.flow import Chain, Flow, Group, Step
+    from jobs.workflow.progress import StepState
 
 __all__ = [
     "Chain",
@@ -392,11 +393,12 @@ def workflows_for(name: str, *, dedupe_key: str | None = None) -> QuerySet[Workf
     return rows.order_by("-id")
 
 
-def workflow_steps(workflow: Workflow | int) -> list[WorkflowStep]:
+def workflow_steps(workflow: Workflow | int) -> list[StepState]:
     """A workflow's steps by column (``depth``: each right of the steps it waits for), then
-    number (``position``), each with its ``name``, ``type``, ``result`` and
-    ``shown_status``: its job's status while it has one (queued, running, retrying), else
-    its own (waiting, succeeded, failed, cancelled)."""
+    number (``position``), each with its ``name``, ``type``, ``payload``, ``result``,
+    ``job_id`` and ``shown_status``: its job's status while it has one (queued, running,
+    retrying; blocked while its dedupe key is held), else its own (waiting, succeeded,
+    failed, cancelled)."""
     from jobs.workflow import progress
 
     return progress.steps_of(workflow if isinstance(workflow, int) else workflow.pk)

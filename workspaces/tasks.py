@@ -67,7 +67,9 @@ def run_ai_workflow(
 @job(job_types.SYNC_PULL_REQUESTS, queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)
 def sync_pull_requests(ctx: JobContext, *, repository_id: int) -> None:
     # A workflow's step is followed by its own checks.sync step: it queues none.
-    pull_requests.sync_pull_requests(repository_id, progress=ctx.progress, queue_checks=ctx.workflow_id is None)
+    pull_requests.sync_pull_requests(
+        repository_id, progress=ctx.progress, queue_checks=ctx.workflow_id is None
+    )
 
 
 @job(job_types.SYNC_CHECKS, queue="default", attempts=3, timeout=600, dedupe=REPOSITORY)

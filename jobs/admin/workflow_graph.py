@@ -14,6 +14,7 @@ running, retrying), its attempts, and a link to its job; its title holds its mes
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,7 @@ class Graph:
     steps_shown: int = 0
 
 
-def _shown_status(step: dict[str, Any], job: dict[str, Any] | None) -> str:
+def _shown_status(step: dict[str, Any], job: Mapping[str, Any] | None) -> str:
     if step["status"] != STEP.RELEASED:
         return str(step["status"])
     if job is None:
@@ -93,7 +94,9 @@ def build(workflow: Workflow) -> Graph:
     ids = [step["id"] for step in steps]
     jobs = {
         job["step_id"]: job
-        for job in Job.objects.filter(step_id__in=ids).values("id", "step_id", "status", "attempts", "max_attempts")
+        for job in Job.objects.filter(step_id__in=ids).values(
+            "id", "step_id", "status", "attempts", "max_attempts"
+        )
     }
     graph = Graph(steps_shown=len(steps))
     # The gap of hidden columns takes a column of its own.
@@ -176,9 +179,9 @@ def _first_of_columns(workflow_id: int, depths: list[int]) -> list[dict[str, Any
     statement where the database takes a UNION of ordered, limited parts."""
     fields = ("id", "position", "name", "type", "status", "pending", "depth", "message")
     parts = [
-        WorkflowStep.objects.filter(workflow_id=workflow_id, depth=depth).order_by("position").values(*fields)[
-            :PER_COLUMN
-        ]
+        WorkflowStep.objects.filter(workflow_id=workflow_id, depth=depth)
+        .order_by("position")
+        .values(*fields)[:PER_COLUMN]
         for depth in depths
     ]
     if not parts:
@@ -202,13 +205,16 @@ def _connect(
     if not ids:
         return
     edges = WorkflowEdge.objects.all()
-    for up, down in edges.filter(upstream_id__in=ids, downstream_id__in=ids).values_list("upstream_id", "downstream_id"):
+    for up, down in edges.filter(upstream_id__in=ids, downstream_id__in=ids).values_list(
+        "upstream_id", "downstream_id"
+    ):
         graph.edges.append((box_of[up], box_of[down]))
     if not more_of:
         return
     last_shown: dict[int, int] = {}
     for step in steps:
         last_shown[step["depth"]] = max(last_shown.get(step["depth"], 0), step["position"])
+
     # Each subquery walks the shown step's own edges (the primary key from upstream, the
     # index on downstream) and stops at the first that reaches a hidden step, one after its
     # column's last shown one: two subqueries a step, whatever the number of columns. The

@@ -62,7 +62,16 @@ class WorkflowStatusFilter(admin.SimpleListFilter):
 
 @admin.register(Workflow)
 class WorkflowAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountingMixin, admin.ModelAdmin):
-    list_display = ("id", "name", "status_badge", "steps_cell", "dedupe_key", "started", "ended", "message_cell")
+    list_display = (
+        "id",
+        "name",
+        "status_badge",
+        "steps_cell",
+        "dedupe_key",
+        "started",
+        "ended",
+        "message_cell",
+    )
     list_display_links = ("id", "name")
     list_filter = (WorkflowStatusFilter,)
     sortable_by = ()  # the (status, id) and primary-key indexes serve the list newest first
@@ -214,7 +223,9 @@ class WorkflowAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountin
 
     @method_decorator(require_POST)
     def retry_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
-        return self._act(request, object_id, progress.retry, "Retried", "resumes: its failed steps are queued again")
+        return self._act(
+            request, object_id, progress.retry, "Retried", "resumes: its failed steps are queued again"
+        )
 
     @method_decorator(require_POST)
     def cancel_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
@@ -241,7 +252,9 @@ class WorkflowAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountin
         else:
             self.log_change(request, workflow, logged)
             self.message_user(
-                request, format_html('Workflow <a href="{}">#{}</a> {}.', url, object_id, done), messages.SUCCESS
+                request,
+                format_html('Workflow <a href="{}">#{}</a> {}.', url, object_id, done),
+                messages.SUCCESS,
             )
         return HttpResponseRedirect(next_url(request, url))
 

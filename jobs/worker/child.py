@@ -68,7 +68,9 @@ def main(
         if isinstance(message, Stop):
             return
         _read_ahead(message.jobs)
-        for index, (job_id, type_name, payload_text, attempt, max_attempts, _, step) in enumerate(message.jobs):
+        for index, (job_id, type_name, payload_text, attempt, max_attempts, _, step) in enumerate(
+            message.jobs
+        ):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
             reporter = functools.partial(progress.put, job_id, attempt)
@@ -218,13 +220,15 @@ def _step_result(job_type: registry.JobType, returned: Any) -> str | None:
     """What a step returned, as the JSON text its successors read; a value that is not
     JSON fails the step for good (the same call would return the same value)."""
     if returned is None or job_type.keeps_result:
-        return returned  # type: ignore[no-any-return]  # a task's result is JSON text already
+        return returned  # a task's result is JSON text already
     from jobs import validation
 
     try:
         return validation.result_text(returned)
     except InvalidPayload as exc:
-        raise PermanentError(f"Step {job_type.name} returned a value its successors cannot read: {exc}") from exc
+        raise PermanentError(
+            f"Step {job_type.name} returned a value its successors cannot read: {exc}"
+        ) from exc
 
 
 def _failure(exc: BaseException, *, retryable: bool) -> Failure:

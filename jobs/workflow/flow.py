@@ -102,10 +102,18 @@ def step(
     key = declared.dedupe_key(payload, validation.dedupe_key(dedupe_key))
     if declared.dedupe is not None:
         key = validation.dedupe_key(key, error=InvalidPayload)
+    queue = declared.queue
+    stored_priority = validation.priority(priority if priority is not None else declared.priority)
+    if hasattr(job_type, "module_path") and hasattr(job_type, "queue_name"):
+        # A django.tasks task: its own queue, and its priority on the stored scale (as the
+        # backend enqueues it), unless the step names one.
+        queue = job_type.queue_name
+        if priority is None:
+            stored_priority = -int(job_type.priority)
     return Step(
         type=declared.name,
-        queue=declared.queue,
-        priority=validation.priority(priority if priority is not None else declared.priority),
+        queue=queue,
+        priority=stored_priority,
         payload=payload,
         payload_text=text,
         dedupe_key=key,
@@ -223,9 +231,7 @@ def _lay(flow: Flow, laid: Plan, nesting: int, limit: int) -> tuple[list[int], l
         raise InvalidJobOption(f"Chains and groups nest at most {MAX_NESTING} deep.")
     if isinstance(flow, Step):
         if len(laid.steps) >= limit:
-            raise InvalidJobOption(
-                f"A workflow holds at most {limit:,} steps (JOBS_WORKFLOW_MAX_STEPS)."
-            )
+            raise InvalidJobOption(f"A workflow holds at most {limit:,} steps (JOBS_WORKFLOW_MAX_STEPS).")
         laid.steps.append(PlannedStep(flow))
         index = len(laid.steps) - 1
         return [index], [index]

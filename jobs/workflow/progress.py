@@ -71,7 +71,9 @@ def _workflow_name(name: str | None, laid: Plan) -> str:
     if name is None:
         return laid.steps[0].step.type
     if not isinstance(name, str) or not name.strip() or len(name) > NAME_LENGTH:
-        raise InvalidJobOption(f"A workflow's name is text of 1 to {NAME_LENGTH} characters, got {name!r:.60}.")
+        raise InvalidJobOption(
+            f"A workflow's name is text of 1 to {NAME_LENGTH} characters, got {name!r:.60}."
+        )
     validation.dedupe_key(name)
     return name
 
@@ -154,6 +156,8 @@ class _Failed:
 
 
 def _step_of(job: Job) -> _Failed | None:
+    if job.step_id is None:
+        return None
     found = (
         WorkflowStep.objects.filter(pk=job.step_id)
         .values_list("id", "workflow_id", "position", "name")
@@ -311,8 +315,12 @@ def add(step_id: int, added: Sequence[Flow]) -> list[int]:
         )
         for index in laid.sources:
             laid.steps[index].pending += 1  # each first step waits for the adder
-        ids = _insert_steps(workflow.pk, laid, first=workflow.steps + 1, depth=adder["depth"] + 1, added_by=step_id)
-        successors = list(WorkflowEdge.objects.filter(upstream_id=step_id).values_list("downstream_id", flat=True))
+        ids = _insert_steps(
+            workflow.pk, laid, first=workflow.steps + 1, depth=adder["depth"] + 1, added_by=step_id
+        )
+        successors = list(
+            WorkflowEdge.objects.filter(upstream_id=step_id).values_list("downstream_id", flat=True)
+        )
         sinks = [ids[index] for index in laid.sinks]
         driver().insert_edges(
             [(step_id, ids[index]) for index in laid.sources]
@@ -343,24 +351,56 @@ def step_info(step_id: int) -> StepInfo | None:
     return None if found is None else StepInfo(*found)
 
 
-def steps_of(workflow_id: int) -> list[WorkflowStep]:
-    """The workflow's steps by column, then number, each with ``shown_status`` (its job's
-    status while it has one, "retrying" for a retry waiting, "blocked" while its dedupe key
-    is held; else its own)."""
+@dataclass(frozen=True)
+class StepState:
+    """A step as ``jobs.workflow_steps`` reads it: what it runs, where it stands, and
+    ``shown_status``, its job's status while it has one ("retrying" for a retry waiting,
+    "blocked" while its dedupe key is held), else its own."""
+
+    id: int
+    position: int
+    name: str
+    type: str
+    payload: dict[str, Any]
+    depth: int
+    status: str
+    shown_status: str
+    result: Any
+    message: str
+    job_id: int | None
+
+
+def steps_of(workflow_id: int) -> list[StepState]:
+    """The workflow's steps by column, then number."""
     rows = list(WorkflowStep.objects.filter(workflow_id=workflow_id).order_by("depth", "position"))
     jobs = {
-        step: (status, attempts)
-        for step, status, attempts in Job.objects.filter(step_id__in=[row.pk for row in rows]).values_list(
-            "step_id", "status", "attempts"
-        )
+        step: (job_id, status, attempts)
+        for job_id, step, status, attempts in Job.objects.filter(
+            step_id__in=[row.pk for row in rows]
+        ).values_list("pk", "step_id", "status", "attempts")
     }
+    found = []
     for row in rows:
+        job_id, status, attempts = jobs.get(row.pk, (None, "blocked", 0))
         shown = row.status
         if row.status == STEP.RELEASED:
-            status, attempts = jobs.get(row.pk, ("blocked", 0))
             shown = "retrying" if status == Status.QUEUED and attempts else status
-        row.shown_status = shown  # type: ignore[attr-defined]
-    return rows
+        found.append(
+            StepState(
+                row.pk,
+                row.position,
+                row.name,
+                row.type,
+                row.payload,
+                row.depth,
+                row.status,
+                shown,
+                row.result,
+                row.message,
+                job_id,
+            )
+        )
+    return found
 
 
 def upstream_results(step_id: int) -> dict[str, Any]:

@@ -36,12 +36,16 @@ def wait_workflows(ids: list[int], status: str, timeout: float) -> None:
 def rows_by_job(job_ids: list[int]) -> dict[int, list[int]]:
     """Each job's Execution rows (their ids, in the order they were written)."""
     found: dict[int, list[int]] = {job_id: [] for job_id in job_ids}
-    for row_id, job_id in Execution.objects.filter(job_id__in=job_ids).order_by("id").values_list("id", "job_id"):
+    for row_id, job_id in (
+        Execution.objects.filter(job_id__in=job_ids).order_by("id").values_list("id", "job_id")
+    ):
         found[job_id].append(row_id)
     return found
 
 
-def test_200_chains_of_three_atomic_steps_under_repeated_sigkills__each_step_writes_its_row_once(start_worker):
+def test_200_chains_of_three_atomic_steps_under_repeated_sigkills__each_step_writes_its_row_once(
+    start_worker,
+):
     """Three workers of two children run 200 chains of three atomic steps (each inserts one
     row) while whole workers are killed with SIGKILL six times and replaced. A kill between
     a step's commit and what follows loses nothing (the next steps were released in that
@@ -61,7 +65,9 @@ def test_200_chains_of_three_atomic_steps_under_repeated_sigkills__each_step_wri
     for kill in range(kills):
         done_before_kill = total * (kill + 1) // (kills + 2)
         wait_for(
-            lambda at_least=done_before_kill: WorkflowStep.objects.filter(status="succeeded").count() >= at_least,
+            lambda at_least=done_before_kill: (
+                WorkflowStep.objects.filter(status="succeeded").count() >= at_least
+            ),
             timeout=180,
             interval=0.02,
             message=f"{done_before_kill} steps done before kill {kill + 1}",
@@ -135,5 +141,9 @@ def test_failed_member__fails_the_workflow_and_its_retry_completes_it_with_the_s
 
     end = WorkflowStep.objects.get(pk=rows["end"].pk)
     assert end.result["upstream"] == ["fine", "flaky", "scan", "scan/1", "scan/2", "scan/3"]
-    per_job = Counter(Execution.objects.filter(job_id__in=Job.objects.filter(step__workflow_id=workflow.pk).values("pk")).values_list("job_id", flat=True))
+    per_job = Counter(
+        Execution.objects.filter(
+            job_id__in=Job.objects.filter(step__workflow_id=workflow.pk).values("pk")
+        ).values_list("job_id", flat=True)
+    )
     assert sorted(per_job.values()) == [1] * 7  # every step's row once (the failed try's rolled back)

@@ -35,7 +35,9 @@ def box(page, name: str):
     return page.locator("svg.workflow-graph g.workflow-step", has_text=f" {name}").first
 
 
-def test_workflows_page__graph_job_links_retry_and_cancel(browser, live_server, start_worker, tmp_path) -> None:
+def test_workflows_page__graph_job_links_retry_and_cancel(
+    browser, live_server, start_worker, tmp_path
+) -> None:
     fixed = tmp_path / "fixed"
     flow = jobs.chain(
         s("fetch"),

@@ -86,10 +86,12 @@ def test_job_page__links_its_workflow(viewer: Client, failed: Workflow) -> None:
     job = Job.objects.get(step__workflow_id=failed.pk, step__name="b")
     text = viewer.get(f"/admin/platform/job/{job.pk}/change/").text
     assert f'href="{page(failed)}"' in text
-    assert f"step #2 b of" in text
+    assert "step #2 b of" in text
 
 
-def test_retry__resumes_the_workflow_and_is_logged(operator: Client, failed: Workflow, tmp_path: Path) -> None:
+def test_retry__resumes_the_workflow_and_is_logged(
+    operator: Client, failed: Workflow, tmp_path: Path
+) -> None:
     (tmp_path / "fixed").touch()
     assert "job-action--retry" in operator.get(page(failed)).text
 
@@ -143,7 +145,11 @@ def test_graph__shows_a_bounded_part_of_a_wide_and_long_workflow() -> None:
 
     # The chain's first and last columns (its middle is one gap), the group's first steps
     # (the rest in one box) and the callback.
-    first, last, per_column = workflow_graph.FIRST_COLUMNS, workflow_graph.LAST_COLUMNS, workflow_graph.PER_COLUMN
+    first, last, per_column = (
+        workflow_graph.FIRST_COLUMNS,
+        workflow_graph.LAST_COLUMNS,
+        workflow_graph.PER_COLUMN,
+    )
     assert graph.steps_shown == first + (last - 2) + per_column + 1
     kinds = [box.kind for box in graph.boxes]
     assert kinds.count("more") == 1 and kinds.count("gap") == 1

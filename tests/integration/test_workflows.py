@@ -120,13 +120,16 @@ def test_default_names__the_type_and_dedupe_key_numbered_where_they_repeat():
         ]
     )
     workflow = jobs.start(flow)
-    assert sorted(steps(workflow)) == ["test.keyed[thing:7]", "test.keyed[thing:8]", "test.step", "test.step#2"]
+    assert sorted(steps(workflow)) == [
+        "test.keyed[thing:7]",
+        "test.keyed[thing:8]",
+        "test.step",
+        "test.step#2",
+    ]
 
 
 def test_results_as__the_handler_gets_the_upstream_results_as_a_keyword():
-    flow = jobs.chain(
-        s("a"), jobs.step("test.step", {"value": "b"}, name="b", results_as="upstream")
-    )
+    flow = jobs.chain(s("a"), jobs.step("test.step", {"value": "b"}, name="b", results_as="upstream"))
     workflow = jobs.start(flow)
     testing.drain()
     assert steps(workflow)["b"].result["given"] == {"a": {"value": "a", "upstream": []}}
@@ -193,7 +196,9 @@ def test_two_failed_members__retrying_one_leaves_the_callback_cancelled_until_th
 
 def test_retrying_one_of_two_failed_steps__keeps_the_workflow_failed(tmp_path):
     gate = tmp_path / "fixed"
-    workflow = jobs.start(jobs.group([s("x", fail_unless=str(gate)), s("y", fail_unless=str(gate))], then=s("end")))
+    workflow = jobs.start(
+        jobs.group([s("x", fail_unless=str(gate)), s("y", fail_unless=str(gate))], then=s("end"))
+    )
     testing.drain()
     gate.touch()
 
@@ -322,7 +327,9 @@ def test_step_options__priority_and_delay_reach_the_job():
 def test_releasing_successors__costs_the_same_statements_for_three_and_for_three_hundred():
     counts = []
     for width in (3, 300):
-        workflow = jobs.start(jobs.chain(s(f"head{width}"), jobs.group([s(f"w{width}-{n}") for n in range(width)])))
+        workflow = jobs.start(
+            jobs.chain(s(f"head{width}"), jobs.group([s(f"w{width}-{n}") for n in range(width)]))
+        )
         claimed = store.claim_job(testing.WORKER, job_of(workflow, f"head{width}").pk)
         with CaptureQueriesContext(connection) as queries:
             testing._run_claimed(claimed)
@@ -366,7 +373,11 @@ def test_refused__a_workflow_larger_than_the_setting(settings):
         jobs.start(jobs.group([s(f"m{n}") for n in range(101)]))
     # 80 steps, but a group after a group joins each to each: 1,600 edges.
     with pytest.raises(InvalidJobOption, match="at most 1,000 edges"):
-        jobs.start(jobs.chain(jobs.group([s(f"a{n}") for n in range(40)]), jobs.group([s(f"b{n}") for n in range(40)])))
+        jobs.start(
+            jobs.chain(
+                jobs.group([s(f"a{n}") for n in range(40)]), jobs.group([s(f"b{n}") for n in range(40)])
+            )
+        )
 
 
 def test_a_step_returning_what_is_not_json__fails_for_good():
@@ -394,3 +405,22 @@ def test_prune__removes_finished_workflows_and_keeps_a_failed_one_while_its_job_
     Job.objects.update(dismissed_at=timezone.now() - timedelta(days=30))
     store.prune()
     assert not Workflow.objects.exists()
+
+
+def test_a_django_task__is_a_step_on_its_queue_with_its_result():
+    from tests.tasks_backend import tasks
+
+    flow = jobs.chain(
+        jobs.step(tasks.add, {"args": [2, 3], "kwargs": {}}, name="sum"),
+        jobs.step(tasks.report, {"args": [], "kwargs": {}}, name="report"),
+    )
+    workflow = jobs.start(flow)
+    assert job_of(workflow, "sum").queue == "default"
+    testing.drain()
+
+    workflow.refresh_from_db()
+    assert workflow.status == Workflow.Status.SUCCEEDED
+    assert steps(workflow)["sum"].result == 5
+    report = job_of(workflow, "report")
+    assert report.queue == "reports"  # the task's own queue
+    assert tasks.add.get_result(str(job_of(workflow, "sum").pk)).return_value == 5

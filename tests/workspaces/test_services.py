@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-
-import itertools
 
 import jobs
 from jobs import testing
@@ -358,7 +357,9 @@ def test_capsules__as_a_workflow_adds_one_step_per_merged_pull_request():
     repository = RepositoryFactory()
     now = timezone.now()
     for number in range(1, 4):
-        PullRequestFactory(repository=repository, number=number, merged=True, merged_at=now - timedelta(days=number))
+        PullRequestFactory(
+            repository=repository, number=number, merged=True, merged_at=now - timedelta(days=number)
+        )
     workflow = triggers.request_capsules(repository)
     testing.drain()
 

@@ -89,9 +89,15 @@ def test_button__ask_for_a_test_plan_syncs_a_stale_pull_request_first_once_per_p
         "repository_id": pull.repository_id,
         "pull_request_id": pull.pk,
     }
-    assert _steps(workflows[0]) == [("pullrequest.sync", repository), ("checks.sync", repository), ("ai.workflow", ask)]
+    assert _steps(workflows[0]) == [
+        ("pullrequest.sync", repository),
+        ("checks.sync", repository),
+        ("ai.workflow", ask),
+    ]
     # The sync comes first; the second workflow's waits for the first one's, which holds the key.
-    assert list(Job.objects.values_list("type", "step__workflow_id")) == [("pullrequest.sync", workflows[0].pk)]
+    assert list(Job.objects.values_list("type", "step__workflow_id")) == [
+        ("pullrequest.sync", workflows[0].pk)
+    ]
 
 
 def test_button__ask_for_a_test_plan_of_a_fresh_pull_request_asks_at_once(admin_client):
@@ -100,7 +106,11 @@ def test_button__ask_for_a_test_plan_of_a_fresh_pull_request_asks_at_once(admin_
     workflow = Workflow.objects.get()
     assert [type_name for type_name, _ in _steps(workflow)] == ["ai.workflow"]
     job = Job.objects.get()
-    assert (job.type, job.queue, job.dedupe_key) == ("ai.workflow", "ai", f"workflow:test_plan:pull_request:{pull.pk}")
+    assert (job.type, job.queue, job.dedupe_key) == (
+        "ai.workflow",
+        "ai",
+        f"workflow:test_plan:pull_request:{pull.pk}",
+    )
 
 
 def test_button__capsule_summary_is_offered_once_the_pull_request_has_a_capsule(admin_client):
@@ -184,7 +194,9 @@ def test_admin__creating_a_workspace_with_a_repository_queues_its_provisioning(a
         ("workspace.provision", f"workspace:{workspace.pk}")
     ]
     repository = workspace.repositories.get()
-    assert list(Job.objects.values_list("type", "payload")) == [("repository.ingest", {"repository_id": repository.pk})]
+    assert list(Job.objects.values_list("type", "payload")) == [
+        ("repository.ingest", {"repository_id": repository.pk})
+    ]
 
     # A repository added later to the workspace is ingested on its own.
     data.update(

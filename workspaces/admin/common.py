@@ -25,7 +25,9 @@ def queue_jobs(modeladmin: admin.ModelAdmin, request, type_name: str, payloads: 
     modeladmin.message_user(request, queued_message(type_name, queued), messages.SUCCESS)
 
 
-def start_workflows(modeladmin: admin.ModelAdmin, request, name: str, starts: list[Callable[[], Workflow]]) -> None:
+def start_workflows(
+    modeladmin: admin.ModelAdmin, request, name: str, starts: list[Callable[[], Workflow]]
+) -> None:
     """One workflow per subject (a subject whose workflow runs keeps it); the message links
     them. A subject that refuses (``PermanentError``: nothing to start from) is named."""
     started: list[Workflow] = []
@@ -42,7 +44,9 @@ def start_workflows(modeladmin: admin.ModelAdmin, request, name: str, starts: li
         )
         more = f" and {len(started) - 20} more" if len(started) > 20 else ""
         modeladmin.message_user(
-            request, format_html("Started {} {} workflow(s): {}{}.", len(started), name, links, more), messages.SUCCESS
+            request,
+            format_html("Started {} {} workflow(s): {}{}.", len(started), name, links, more),
+            messages.SUCCESS,
         )
 
 

@@ -148,14 +148,17 @@ class Command(BaseCommand):
             ci = f", CI {pull.ci_status}, approved by {', '.join(pull.approvals)}" if pull.ci_status else ""
             out.write(f"     #{pull.number} {pull.state:<7} {pull.title} ({pull.author}){ci}")
 
-
     def _graph(self, workspace_id: int) -> None:
         """The provisioning workflow as its page draws it: its steps column by column."""
-        workflow = jobs.workflows_for(job_types.PROVISION_WORKSPACE, dedupe_key=f"workspace:{workspace_id}").first()
+        workflow = jobs.workflows_for(
+            job_types.PROVISION_WORKSPACE, dedupe_key=f"workspace:{workspace_id}"
+        ).first()
         if workflow is None:
             return
         out = self.stdout
-        out.write(f"   {_workflow(workflow)}, {workflow.succeeded_steps} of {workflow.steps} steps succeeded:")
+        out.write(
+            f"   {_workflow(workflow)}, {workflow.succeeded_steps} of {workflow.steps} steps succeeded:"
+        )
         columns = itertools.groupby(jobs.workflow_steps(workflow), key=lambda step: step.depth)
         for column, (_, steps) in enumerate(columns):
             said = "  |  ".join(f"#{step.position} {step.name} {step.shown_status}" for step in steps)
@@ -168,7 +171,11 @@ def _job(job: jobs.Job | None) -> str:
 
 
 def _workflow(workflow: jobs.Workflow | None) -> str:
-    return f"workflow #{workflow.pk} {workflow.name} {workflow.status}" if workflow is not None else "no workflow"
+    return (
+        f"workflow #{workflow.pk} {workflow.name} {workflow.status}"
+        if workflow is not None
+        else "no workflow"
+    )
 
 
 def _git(*args: str | Path, cwd: Path | None = None) -> None:
