@@ -1,66 +1,10 @@
-"""A PostgreSQL-backed background-job engine. This module is its public API: domain apps
-import ``jobs`` and nothing below it.
+"""The engine's public API: what a project (and this repository's domain apps) imports as
+``jobs``, and nothing below it. Declaring, enqueuing, asking about and steering jobs, the
+timers, and the admin hooks for a project's own pages.
 
-Declaring (in an app's ``tasks`` module, discovered at start-up):
-
-    @jobs.job("email.process", queue="mail", attempts=3, dedupe="email:{email_id}")
-    def process_email(ctx: jobs.JobContext, *, email_id: int) -> None: ...
-
-    # The handler's database writes commit with the job's completion: exactly once.
-    @jobs.job("invoice.book", queue="billing", atomic=True)
-    def book_invoice(ctx: jobs.JobContext, *, invoice_id: int) -> None: ...
-
-    @jobs.periodic("sweep", every=300)
-    def sweep_emails() -> str: ...
-
-    @jobs.periodic("report", cron="0 7 * * 1-5", timezone="Europe/Berlin", catch_up="skip")
-    def send_report() -> str: ...
-
-    class Command(jobs.TimerCommand):     # manage.py sweep runs the "sweep" timer's slot
-        timer = "sweep"
-
-    jobs.next_slots("report", count=3)    # what cron and the time zone make of it
-
-Enqueuing (the dedupe key comes from the payload, by the type's template):
-
-    jobs.enqueue("email.process", {"email_id": 7})
-    jobs.enqueue_many("email.process", [{"email_id": i} for i in ids])
-
-Steering a running job from its handler: ``raise jobs.PermanentError(...)`` fails it at
-once; ``raise jobs.RetryLater(reason, at=...)`` (or ``delay=``) puts it back in the queue
-for that time without using an attempt (a rate limit, a host asking to wait).
-
-Workflows: steps of declared types in chains and groups, whose progress commits with each
-step's completion (a step's writes, its completion and the release of what follows, in one
-transaction; ``docs/workflows.md``):
-
-    flow = jobs.chain(
-        jobs.group([jobs.step("repository.ingest", {"repository_id": r}) for r in ids],
-                   then=jobs.step("workspace.ready", {"workspace_id": 3})),
-        jobs.step("decisions.mine", {"workspace_id": 3}),
-    )
-    workflow = jobs.start(flow, name="workspace.provision", dedupe_key="workspace:3")
-    ctx.upstream_results, ctx.add_steps(jobs.step(...))     # inside a step's handler
-
-Asking about the jobs of a key (the type's key fields, never the key itself):
-
-    jobs.active_job("email.process", email_id=7)          # queued or running, or None
-    jobs.latest_job("email.process", email_id=7)          # any status, or None
-    jobs.jobs_for("email.process", email_id=7)            # every one, newest first
-    Email.objects.filter(~jobs.has_active_job("email.process", email_id=OuterRef("pk")))
-    jobs.cancel_if_queued("email.process", email_id=7)    # a running one is left alone
-    jobs.jobs_about(repository_id=7)     # of every type keyed by repository_id, newest first
-
-A domain's admin shows a record's jobs and links jobs back to its records:
-
-    jobs.register_payload_link("email_id", "pipeline.emailmessage", label="email")
-
-    class RepositoryAdmin(jobs.RecordJobsMixin, admin.ModelAdmin):
-        jobs_subject = "repository_id"          # "Recent jobs" panel, "last job" column
-        job_buttons = (jobs.JobButton("reindex", "Re-index", request_ingest),)
-
-Django's own task API runs on the engine too, without any of this: ``@task`` functions
-with ``TASKS = {"default": {"BACKEND": "jobs.backends.JobsBackend"}}`` (``jobs.backends``).
+The guide is the documentation site: docs/jobs.md (declaring and enqueuing), docs/api.md
+(every name exported here), docs/timers.md, docs/workflows.md, docs/admin.md,
+docs/testing.md.
 
 Django imports this package before any model can load, so what needs the models (the
 ``Job`` model, ``@job``, which registers into the model-backed registry) is imported on

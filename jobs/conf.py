@@ -184,7 +184,8 @@ class JobsSettings:
     SCHEDULE_GRACE: float = _setting(60.0, at_least(0))
     SCHEDULE_CATCH_UP_WINDOW: float = _setting(86400.0, at_least(0))
     SCHEDULE_CLOCK_OFFSET: float = _setting(0.0)
-    DJANGO_Q_SCHEDULER_ONLY: bool = _setting(True, old_name="DJANGO_Q_SCHEDULER_ONLY")
+    # False: a project adding the engine keeps its own django-q2 task lists in the admin index.
+    DJANGO_Q_SCHEDULER_ONLY: bool = _setting(False, old_name="DJANGO_Q_SCHEDULER_ONLY")
     # Dotted names of functions django-q2 may run besides the timers (jobs.schedule_guard).
     DJANGO_Q_ALLOWED_FUNCTIONS: tuple[str, ...] = _setting((), kind=(list, tuple))
 

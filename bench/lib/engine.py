@@ -66,11 +66,13 @@ def listeners() -> int:
 
 class Workers(Pool):
     """``count`` runworker processes with LOG_LEVEL=WARNING (the README's advice for
-    throughput); ready once each one LISTENs."""
+    throughput) and without the timers (whose runs are jobs too: a sweep would land in a
+    drain's count); ready once each one LISTENs."""
 
     def __init__(self, count: int, *args: str, env: dict[str, str] | None = None) -> None:
         command = [sys.executable, "manage.py", "runworker", *args]
-        super().__init__([command] * count, ROOT, {**os.environ, "LOG_LEVEL": "WARNING", **(env or {})})
+        quiet = {"LOG_LEVEL": "WARNING", "JOBS_SCHEDULER": "false"}
+        super().__init__([command] * count, ROOT, {**os.environ, **quiet, **(env or {})})
         try:
             wait_until(lambda: self.alive() and listeners() >= count, 60, "workers to start")
         except BaseException:

@@ -277,7 +277,7 @@ def test_cancel__cancels_waiting_steps_and_queued_jobs_and_waits_out_a_running_o
     assert Job.objects.get(step__name="b").status == Status.CANCELLED
     assert rows["a"].status == STEP.RELEASED  # running: waited out
 
-    testing._run_claimed(running)
+    testing.run_claimed(running, testing.WORKER)
     assert statuses(workflow)["a"] == STEP.SUCCEEDED
     workflow.refresh_from_db()
     assert (workflow.status, workflow.unfinished) == (Workflow.Status.CANCELLED, 2)
@@ -332,7 +332,7 @@ def test_releasing_successors__costs_the_same_statements_for_three_and_for_three
         )
         claimed = store.claim_job(testing.WORKER, job_of(workflow, f"head{width}").pk)
         with CaptureQueriesContext(connection) as queries:
-            testing._run_claimed(claimed)
+            testing.run_claimed(claimed, testing.WORKER)
         counts.append(len(queries))
         assert Job.objects.filter(step__workflow_id=workflow.pk, status=Status.QUEUED).count() == width
     assert counts[0] == counts[1]
