@@ -93,10 +93,10 @@ class WorkflowAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountin
                     "message",
                     "dedupe_key",
                     "operator_actions",
+                    ("created", "finished", "took"),
                 )
             },
         ),
-        ("Times", {"fields": ("created", "finished", "took")}),
     )
     readonly_fields = ("status_badge", "steps_cell", "operator_actions", "created", "finished", "took")
 
