@@ -2,7 +2,11 @@
 
 enqueue, enqueue_many, enqueue_task, promote_due, claim, claim_job, complete,
 complete_in_transaction, fail, reschedule, release, heartbeat, set_progress, cancel,
-cancel_if_queued, retry, dismiss, reap, recover_worker, prune.
+cancel_if_queued, cancel_steps, retry, dismiss, reap, recover_worker, prune.
+
+A workflow step's job is an ordinary job here; the transitions that matter to its workflow
+(its completion, its end for good, its retry) call ``jobs.workflow.progress`` in their own
+transaction (``complete_in_transaction``, ``_failed_for_good``, ``retry``).
 The worker calls these; it never writes SQL itself. Neither does this module: how a
 database does a verb is its driver's (``jobs.drivers``); what the verb means (which
 transition applies, the fence, the backoff, what a reap or a release does) is decided here.
@@ -34,6 +38,7 @@ from jobs.drivers.orm import claimed_row_fields
 from jobs.drivers.protocol import Batch, ClaimedJob, Promoted
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
+from jobs.workflow import progress as workflows
 
 logger = logging.getLogger("jobs.store")
 
@@ -242,7 +247,7 @@ def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
             return None
         Job.objects.filter(pk=job_id).update(**claimed_row_fields(worker))
     return ClaimedJob(
-        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue
+        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue, job.step_id
     )
 
 
@@ -262,10 +267,23 @@ def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str
     return applied
 
 
-def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
+def complete_in_transaction(
+    worker: str,
+    job_id: int,
+    attempt: int,
+    *,
+    step: int | None = None,
+    result: str | None = None,
+    keep_result: bool = False,
+) -> None:
     """Mark one job succeeded inside the caller's open transaction: the last statement of an
     atomic job's handler transaction (``@job(atomic=True)``), so the handler's writes and
     the job's completion commit together or not at all.
+
+    A workflow step's job (``step``, its ``result`` as JSON text) completes here too, atomic
+    or not: its step succeeds and the steps that follow it are released in this same
+    transaction (``jobs.workflow.progress.step_succeeded``). ``keep_result`` stores the
+    result on the job's row as well (a django.tasks task's).
 
     Fenced like ``complete``: it applies only while the job is still running under this
     worker and attempt. When it no longer is (the reaper took it back, and another try may
@@ -274,13 +292,16 @@ def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
     """
     if not connection.in_atomic_block:
         raise TransactionManagementError("complete_in_transaction() runs inside the handler's transaction.")
+    stored = {"result": json.loads(result)} if keep_result and result is not None else {}
     # The fenced UPDATE locks the one job row until the handler's transaction commits a
     # moment later; the worker's heartbeat of that row waits that long.
     applied = driver().set_state_if_running(
-        worker, job_id, attempt, status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
+        worker, job_id, attempt, status=Status.SUCCEEDED, finished_at=Now(), progress=100, error="", **stored
     )
     if not applied:
         raise FencedOff(f"Job #{job_id} try {attempt} is no longer running under {worker}.")
+    if step is not None:
+        workflows.step_succeeded(step, result)
 
 
 def _fit(model: type[models.Model], column: str, text: str) -> str:
@@ -311,7 +332,17 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
             job.finished_at = now
         job.save(update_fields=["status", "error", "run_at", "due_later", "heartbeat_at", "finished_at"])
         _record_attempt(job, worker, failure)
+        if job.status == Status.FAILED:
+            _failed_for_good(job, f"failed: {failure.text}")
     return job.status
+
+
+def _failed_for_good(job: Job, reason: str) -> None:
+    """The one place a job's end for good reaches its workflow: its failure with no try
+    left (``fail``, a reaped job with its budget spent) or its cancel. In the transaction
+    of that transition, so both commit together (``jobs.workflow.progress.step_failed``)."""
+    if job.step_id is not None:
+        workflows.step_failed(job, reason)
 
 
 def _record_attempt(job: Job, worker: str, failure: Failure, outcome: str | None = None) -> None:
@@ -473,6 +504,24 @@ def _mark_cancelled(row: Job) -> None:
     row.finished_at = timezone.now()
     row.message = CANCELLED
     row.save(update_fields=["status", "finished_at", "message"])
+    _failed_for_good(row, f"was cancelled (job #{row.pk}).")
+
+
+def cancel_steps(steps: models.QuerySet[Any]) -> list[int]:
+    """Cancel the queued jobs of these workflow steps (a cancelled workflow's); returns
+    their steps. A job a worker is claiming at this moment is skipped (it runs: a running
+    step is waited out), so nothing here waits on a claim. Locks the jobs it cancels until
+    the caller's transaction ends; the caller holds the workflow's row."""
+    rows = list(
+        Job.objects.select_for_update(skip_locked=True)
+        .filter(status=Status.QUEUED, step_id__in=steps)
+        .values_list("pk", "step_id")
+    )
+    if rows:
+        Job.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+            status=Status.CANCELLED, finished_at=Now(), message=CANCELLED
+        )
+    return [step for _, step in rows]
 
 
 def retry(job: Job | int) -> Job:
@@ -497,6 +546,8 @@ def retry(job: Job | int) -> Job:
             row.progress_message = ""
             with transaction.atomic():
                 row.save()
+            if row.step_id is not None:
+                workflows.step_retried(row)  # its workflow resumes
             notify([row.queue])
     except IntegrityError:
         raise InvalidTransition(
@@ -543,7 +594,10 @@ def reap(now: datetime | None = None) -> ReapResult:
     now = now or timezone.now()
     heartbeat_before = now - timedelta(seconds=jobs_settings.REAP_AFTER)
     seen_before = now - timedelta(seconds=jobs_settings.WORKER_LEASE)
-    return _take_back(lambda: driver().reap(heartbeat_before, seen_before, TAKE_BACK_BATCH))
+    reaped = _take_back(lambda: driver().reap(heartbeat_before, seen_before, TAKE_BACK_BATCH))
+    # Workflow steps whose job waited for its dedupe key: released once the key is free.
+    workflows.release_blocked()
+    return reaped
 
 
 def recover_worker(name: str) -> ReapResult:
@@ -592,6 +646,8 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
                 ]
             )
             _record_attempt(job, worker, lost)
+            if job.status == Status.FAILED:
+                _failed_for_good(job, f"failed: {BUDGET_EXHAUSTED}")
         notify(queues)
     if requeued or failed:
         logger.warning(
@@ -611,4 +667,5 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     cutoff = timezone.now() - older_than
     total = driver().prune(finished_before=cutoff, dismissed_before=cutoff, batch_size=batch_size)
     Worker.objects.filter(stopped_at__lt=cutoff).delete()
+    workflows.prune(cutoff, batch_size)
     return total

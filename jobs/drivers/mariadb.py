@@ -20,7 +20,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from jobs.drivers.orm import OrmDriver, placeholders
-from jobs.drivers.protocol import Batch, ClaimedJob, Promoted
+from jobs.drivers.protocol import Batch, ClaimedJob, Promoted, StepRow
 
 # --- schema (migration 0010) ---
 
@@ -106,6 +106,24 @@ SCHEMA_CLAIM_0010 = (
     ),
 )
 
+# --- workflow schema (migration 0014) ---
+
+# One running workflow per (name, dedupe key), as ``dedupe_active`` does it for jobs: the
+# generated ``running_key`` is the key while the workflow runs, NULL after, and a unique
+# index allows any number of NULLs. One job per workflow step: a unique index on the job's
+# step (jobs outside a workflow hold NULL, as many as there are).
+WORKFLOW_SCHEMA = (
+    """ALTER TABLE jobs_workflow ADD COLUMN running_key varchar(255)
+        GENERATED ALWAYS AS (IF(status = 'running', dedupe_key, NULL)) STORED""",
+    "CREATE UNIQUE INDEX jobs_workflow_running_key ON jobs_workflow (name, running_key)",
+    "CREATE UNIQUE INDEX jobs_step_job ON jobs_job (step_id)",
+)
+WORKFLOW_SCHEMA_UNDO = (
+    "DROP INDEX jobs_step_job ON jobs_job",
+    "DROP INDEX jobs_workflow_running_key ON jobs_workflow",
+    "ALTER TABLE jobs_workflow DROP COLUMN running_key",
+)
+
 # --- sessions ---
 
 # Every session of the engine speaks UTC (``prepare_session``): Django stores UTC in the
@@ -125,7 +143,7 @@ SESSION_UTC = "SET time_zone = '+00:00'"
 # The same transaction then marks them running by primary key (MARK_CLAIMED) and commits:
 # the locks live for those two statements. The rows are locked when read, so the attempt
 # the UPDATE writes is the one read plus one.
-_CLAIMED_COLUMNS = "id, type, payload, attempts, max_attempts, queue"
+_CLAIMED_COLUMNS = "id, type, payload, attempts, max_attempts, queue, step_id"
 CLAIM_ONE_QUEUE = f"""
 SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim)
  WHERE status = 'queued' AND due_later = FALSE AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
@@ -205,6 +223,62 @@ INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at,
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
+
+# --- workflows (``jobs.workflow``) ---
+
+# A released step's job: the step's own values (checked when the workflow started), queued,
+# due after its delay (due later, until a worker promotes it, when it has one), linked to its step. IGNORE makes a second job of a step (the unique
+# index ``jobs_step_job``) or one whose dedupe key an active job holds (``jobs_dedupe_active``)
+# a skipped row; that step waits for the key (``jobs.workflow.progress.release_blocked``).
+# Under READ COMMITTED the SELECT reads the steps without locking them; the INSERT locks
+# only its new rows.
+_STEP_JOB = """
+INSERT IGNORE INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
+                             attempts, max_attempts, created_at, progress_message, error, message,
+                             earlier_attempts, step_id)
+SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
+       CURRENT_TIMESTAMP(6) + INTERVAL ROUND(COALESCE(s.delay, 0) * 1000000) MICROSECOND,
+       COALESCE(s.delay, 0) > 0, 0, s.max_attempts, CURRENT_TIMESTAMP(6), '', '', '', 0, s.id
+  FROM jobs_workflow_step AS s {join}
+ WHERE {condition}
+ ORDER BY s.id
+"""
+# A workflow's steps (as it starts, or steps a running one adds): one multi-row INSERT
+# (mysqlclient folds executemany into one statement per packet; the values are
+# placeholders), then their ids read back by their positions, the workflow's newest, from
+# the index ``jobs_workflow_step_graph`` alone (it leads with the workflow and holds the
+# primary key). Locks only the new rows.
+INSERT_STEPS = """
+INSERT INTO jobs_workflow_step (workflow_id, position, name, type, queue, priority, payload,
+                                dedupe_key, max_attempts, delay, results_as, status, pending,
+                                depth, message, added_by)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+STEP_IDS = "SELECT id, position FROM jobs_workflow_step WHERE workflow_id = %s AND position BETWEEN %s AND %s"
+# The edges between them: one multi-row INSERT.
+INSERT_EDGES = "INSERT INTO jobs_workflow_edge (upstream_id, downstream_id) VALUES (%s, %s)"
+
+# A starting workflow's first steps (inserted as released), through the index
+# ``jobs_workflow_step_graph``, which leads with the workflow.
+RELEASE_WORKFLOW = _STEP_JOB.format(join="", condition="s.workflow_id = %s AND s.status = 'released'")
+# Released steps whose job waited for its dedupe key, by primary key.
+RELEASE_STEPS = _STEP_JOB.format(join="", condition="s.id IN ({ids}) AND s.status = 'released'")
+
+# A step succeeded, in two statements whatever the number of its successors. The first
+# counts down every step that waits for it (the edges' primary key, upstream first, finds
+# them) and releases those that wait for nothing more: MariaDB assigns from left to right,
+# so the status comes first, reading the count as it was. It locks those steps (by primary
+# key) until the step's transaction commits; the caller holds the workflow's row. The
+# second adds the jobs of the steps it released.
+COUNT_DOWN_SUCCESSORS = """
+UPDATE jobs_workflow_step
+   SET status = IF(pending = 1 AND status = 'waiting', 'released', status), pending = pending - 1
+ WHERE id IN (SELECT downstream_id FROM jobs_workflow_edge WHERE upstream_id = %s)
+"""
+RELEASE_SUCCESSORS = _STEP_JOB.format(
+    join="JOIN jobs_workflow_edge AS e ON e.downstream_id = s.id",
+    condition="e.upstream_id = %s AND s.status = 'released' AND s.pending = 0",
+)
 
 # --- timers ---
 
@@ -294,8 +368,8 @@ class MariaDBDriver(OrmDriver):
             ids = [row[0] for row in rows]
             cursor.execute(MARK_CLAIMED.format(ids=placeholders(ids)), [worker, *ids])
         return [
-            ClaimedJob(job_id, type_name, payload, attempts + 1, max_attempts, queue)
-            for job_id, type_name, payload, attempts, max_attempts, queue in rows
+            ClaimedJob(job_id, type_name, payload, attempts + 1, max_attempts, queue, step_id)
+            for job_id, type_name, payload, attempts, max_attempts, queue, step_id in rows
         ]
 
     def promote_due(self, limit: int) -> Promoted:
@@ -330,6 +404,47 @@ class MariaDBDriver(OrmDriver):
             cursor.execute(APPLIED.format(ids=statement_ids), [*ids, worker])
             applied = {row[0] for row in cursor.fetchall()}
         return [job_id for job_id in ids if job_id in applied]
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        if not rows:
+            return []
+        with self.cursor() as cursor:
+            cursor.executemany(
+                INSERT_STEPS,
+                [
+                    (workflow_id, row.position, row.name, row.type, row.queue, row.priority, row.payload,
+                     row.dedupe_key, row.max_attempts, row.delay, row.results_as, row.status, row.pending,
+                     row.depth, "", added_by)
+                    for row in rows
+                ],
+            )  # fmt: skip
+            positions = [row.position for row in rows]
+            cursor.execute(STEP_IDS, [workflow_id, min(positions), max(positions)])
+            found = {position: step_id for step_id, position in cursor.fetchall()}
+        return [found[row.position] for row in rows]
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        if pairs:
+            with self.cursor() as cursor:
+                cursor.executemany(INSERT_EDGES, list(pairs))
+
+    def release_workflow(self, workflow_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_WORKFLOW, [workflow_id])
+            return cursor.rowcount
+
+    def release_steps(self, step_ids: Sequence[int]) -> int:
+        if not step_ids:
+            return 0
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_STEPS.format(ids=placeholders(step_ids)), list(step_ids))
+            return cursor.rowcount
+
+    def release_successors(self, step_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(COUNT_DOWN_SUCCESSORS, [step_id])
+            cursor.execute(RELEASE_SUCCESSORS, [step_id])
+            return cursor.rowcount
 
     @contextmanager
     def try_lock_steps(self, session: BaseDatabaseWrapper, names: Sequence[str]) -> Iterator[bool]:

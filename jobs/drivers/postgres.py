@@ -24,7 +24,7 @@ from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
-from jobs.drivers.protocol import Batch, ClaimedJob, Promoted, TaskRow
+from jobs.drivers.protocol import Batch, ClaimedJob, Promoted, StepRow, TaskRow
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -69,9 +69,9 @@ UPDATE jobs_job
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED))
-RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, priority, run_at
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, step_id, priority, run_at
 )
-SELECT id, type, payload, attempts, max_attempts, queue FROM claimed ORDER BY priority, run_at, id
+SELECT id, type, payload, attempts, max_attempts, queue, step_id FROM claimed ORDER BY priority, run_at, id
 """
 CLAIM_ONE_QUEUE = _CLAIM.format(queue_condition="queue = %(queue)s")
 CLAIM_QUEUES = _CLAIM.format(queue_condition="queue = ANY(%(queues)s::varchar[])")
@@ -145,6 +145,84 @@ SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.de
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
 """
+
+# --- workflows (``jobs.workflow``) -----------------------------------------------------------
+
+# A released step's job: the step's own values (checked when the workflow started), queued,
+# due after its delay (due later, until a worker promotes it, when it has one), linked to its step. The unique index ``jobs_step_job`` makes a second
+# job of a step a no-op, and ``jobs_dedupe_active`` one whose dedupe key an active job holds
+# (that step waits for the key: ``jobs.workflow.progress.release_blocked``). Like any
+# enqueue, the trigger below wakes the workers of the queues that got due jobs.
+_STEP_JOB = """{counted}
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
+                      attempts, max_attempts, progress_message, error, message, step_id)
+SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
+       now() + make_interval(secs => COALESCE(s.delay, 0)), COALESCE(s.delay, 0) > 0,
+       0, s.max_attempts, '', '', '', s.id
+  FROM {source} AS s
+ WHERE {condition}
+ ORDER BY s.id
+    ON CONFLICT DO NOTHING
+"""
+
+# A workflow's steps (as it starts, or steps a running one adds): one INSERT of the arrays,
+# whatever their number, returning each new row's id with its position. Locks only the
+# new rows.
+INSERT_STEPS = """
+INSERT INTO jobs_workflow_step (workflow_id, position, name, type, queue, priority, payload,
+                                dedupe_key, max_attempts, delay, results_as, status, pending,
+                                depth, message, added_by)
+SELECT %(workflow)s, s.position, s.name, s.type, s.queue, s.priority, s.payload::jsonb,
+       s.dedupe_key, s.max_attempts, s.delay, s.results_as, s.status, s.pending, s.depth, '',
+       %(added_by)s
+  FROM unnest(%(position)s::int[], %(name)s::text[], %(type)s::text[], %(queue)s::text[],
+              %(priority)s::int[], %(payload)s::text[], %(dedupe_key)s::text[],
+              %(max_attempts)s::int[], %(delay)s::float8[], %(results_as)s::text[],
+              %(status)s::text[], %(pending)s::int[], %(depth)s::int[])
+       AS s(position, name, type, queue, priority, payload, dedupe_key, max_attempts, delay,
+            results_as, status, pending, depth)
+RETURNING id, position
+"""
+
+# The edges between them: one INSERT of two arrays. Locks only the new rows.
+INSERT_EDGES = """
+INSERT INTO jobs_workflow_edge (upstream_id, downstream_id)
+SELECT * FROM unnest(%(upstream)s::bigint[], %(downstream)s::bigint[])
+"""
+
+# A starting workflow's first steps (inserted as released): its steps read through the
+# index ``jobs_workflow_step_graph``, which leads with the workflow. Locks only the new rows.
+RELEASE_WORKFLOW = _STEP_JOB.format(
+    counted="",
+    source="jobs_workflow_step",
+    condition="s.workflow_id = %(workflow)s AND s.status = 'released'",
+)
+
+# Released steps whose job waited for its dedupe key, by primary key.
+RELEASE_STEPS = _STEP_JOB.format(
+    counted="",
+    source="jobs_workflow_step",
+    condition="s.id = ANY(%(ids)s::bigint[]) AND s.status = 'released'",
+)
+
+# A step succeeded: one statement, whatever the number of its successors. The UPDATE counts
+# down every step that waits for it (found by the edges' primary key, upstream first) and
+# releases those that wait for nothing more; the INSERT adds the jobs of the released ones
+# from the rows the UPDATE returns. Every assignment reads the row as it was. It locks the
+# successors' rows (by primary key) and the new jobs until the step's transaction commits;
+# the caller holds the workflow's row, so two upstream steps of one successor count down one
+# after the other.
+RELEASE_SUCCESSORS = _STEP_JOB.format(
+    counted="""
+WITH counted AS (
+    UPDATE jobs_workflow_step AS w
+       SET status = CASE WHEN w.pending = 1 AND w.status = 'waiting' THEN 'released' ELSE w.status END,
+           pending = w.pending - 1
+     WHERE w.id IN (SELECT e.downstream_id FROM jobs_workflow_edge AS e WHERE e.upstream_id = %(step)s)
+    RETURNING w.*)""",
+    source="counted",
+    condition="s.status = 'released' AND s.pending = 0",
+)
 
 # Enqueue wakes idle workers: a statement-level trigger sends one NOTIFY per queue that
 # received due jobs. It reads only the statement's new rows (the transition table), so it
@@ -388,6 +466,39 @@ class PostgresDriver(OrmDriver):
         else:
             rows = self.execute_prepared(COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
         return [row[0] for row in rows]
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        if not rows:
+            return []
+        columns = {name: [getattr(row, name) for row in rows] for name in StepRow._fields}
+        found = dict(
+            (position, step_id)
+            for step_id, position in self.execute(
+                INSERT_STEPS, {"workflow": workflow_id, "added_by": added_by, **columns}
+            )
+        )
+        return [found[row.position] for row in rows]
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        if pairs:
+            self.execute(
+                INSERT_EDGES, {"upstream": [up for up, _ in pairs], "downstream": [down for _, down in pairs]}
+            )
+
+    def release_workflow(self, workflow_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_WORKFLOW, {"workflow": workflow_id})
+            return cursor.rowcount
+
+    def release_steps(self, step_ids: Sequence[int]) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_STEPS, {"ids": list(step_ids)})
+            return cursor.rowcount
+
+    def release_successors(self, step_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_SUCCESSORS, {"step": step_id})
+            return cursor.rowcount
 
     def notify(self, queues: Sequence[str]) -> None:
         if not queues:
