@@ -169,6 +169,8 @@ class JobsSettings:
     # The longest a job that raised RetryLater waits before it runs again, whatever the
     # host asked for (a rate limit's reset, a Retry-After).
     MAX_RETRY_LATER_SECONDS: float = _setting(6 * 3600.0, at_least(1))
+    # The most steps a workflow holds, those added while it runs included (``jobs.workflow``).
+    WORKFLOW_MAX_STEPS: int = _setting(10_000, at_least(1))
     ADMIN_TEXT_CHARS: int = _setting(20_000, at_least(100))
     CLOUDWATCH_NAMESPACE: str = _setting("")
     METRICS_WINDOW: float = _setting(300.0, at_least(1))

@@ -1,8 +1,12 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, enqueue_task, claim, claim_job, complete, complete_in_transaction, fail,
-reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
-recover_worker, prune.
+enqueue, enqueue_many, enqueue_task, promote_due, claim, claim_job, complete,
+complete_in_transaction, fail, reschedule, release, heartbeat, set_progress, cancel,
+cancel_if_queued, cancel_steps, retry, dismiss, reap, recover_worker, prune.
+
+A workflow step's job is an ordinary job here; the transitions that matter to its workflow
+(its completion, its end for good, its retry) call ``jobs.workflow.progress`` in their own
+transaction (``complete_in_transaction``, ``_failed_for_good``, ``retry``).
 The worker calls these; it never writes SQL itself. Neither does this module: how a
 database does a verb is its driver's (``jobs.drivers``); what the verb means (which
 transition applies, the fence, the backoff, what a reap or a release does) is decided here.
@@ -31,11 +35,12 @@ from jobs import registry, retries, rollup, tracing, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.orm import claimed_row_fields
-from jobs.drivers.protocol import Batch, ClaimedJob
+from jobs.drivers.protocol import Batch, ClaimedJob, Promoted
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.models import ACTIVE, Job, JobAttempt, Status, TryLog, Worker
 from jobs.rollup import Finished
 from jobs.try_log import Log
+from jobs.workflow import progress as workflows
 
 logger = logging.getLogger("jobs.store")
 
@@ -59,6 +64,14 @@ class Failure:
     @property
     def text(self) -> str:
         return f"{self.error_class}: {self.message}" if self.message else self.error_class
+
+
+def due_later(run_at: datetime | None, now: datetime | None = None) -> bool:
+    """Is a job queued for ``run_at`` waiting for a later time? Such a job stays out of
+    the claims until a worker promotes it when due (``promote_due``); every transition
+    that queues a job sets it. Judged by this host's clock: the claim compares run_at with
+    the database's, so a skew between the two can delay a job by a poll, never run it early."""
+    return run_at is not None and run_at > (now or timezone.now())
 
 
 def notify(queues: Iterable[str]) -> None:
@@ -107,6 +120,7 @@ def enqueue(
     }
     if run_at is not None:
         fields["run_at"] = run_at
+    fields["due_later"] = due_later(run_at)
     # A concurrent twin may commit between our insert and our lookup, or finish between
     # the lookup and a new insert: a few rounds settle it.
     for _ in range(5):
@@ -143,6 +157,7 @@ def enqueue_task(
     run_at = validation.run_at(run_at)
     if run_at is not None:
         fields["run_at"] = run_at
+    fields["due_later"] = due_later(run_at)
     job = _insert_one(fields, validation.payload_text(payload))
     assert job is not None, "only a dedupe key can make an insert a no-op"
     return job
@@ -206,12 +221,23 @@ def enqueue_many(
                 payloads=texts[start : start + batch_size],
                 dedupe_keys=keys[start : start + batch_size],
                 traceparent=parent,
+                due_later=due_later(run_at),
             )
         )
     return added
 
 
 # --- claim and finish ---------------------------------------------------------------------
+
+PROMOTE_BATCH = 1000  # jobs due later made claimable in one statement
+
+
+def promote_due(limit: int = PROMOTE_BATCH) -> Promoted:
+    """Make claimable the jobs due later whose time has come, up to ``limit`` (earliest
+    first), waking their queues' idle workers where the database notifies; with the seconds
+    until the next one is due. Workers call it on every poll and when that moment comes
+    (``jobs.worker.promoter``); a full batch means more may be due."""
+    return driver().promote_due(limit)
 
 
 def claim(worker: str, queues: Sequence[str], limit: int) -> list[ClaimedJob]:
@@ -231,7 +257,7 @@ def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
             return None
         Job.objects.filter(pk=job_id).update(**claimed_row_fields(worker))
     return ClaimedJob(
-        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue
+        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue, job.step_id
     )
 
 
@@ -262,10 +288,23 @@ def count_settled(job_ids: Sequence[int]) -> None:
         rollup.record([Finished(job.queue, job.type, rollup.SUCCEEDED, job.waited, job.ran) for job in done])
 
 
-def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
+def complete_in_transaction(
+    worker: str,
+    job_id: int,
+    attempt: int,
+    *,
+    step: int | None = None,
+    result: str | None = None,
+    keep_result: bool = False,
+) -> None:
     """Mark one job succeeded inside the caller's open transaction: the last statement of an
     atomic job's handler transaction (``@job(atomic=True)``), so the handler's writes and
     the job's completion commit together or not at all.
+
+    A workflow step's job (``step``, its ``result`` as JSON text) completes here too, atomic
+    or not: its step succeeds and the steps that follow it are released in this same
+    transaction (``jobs.workflow.progress.step_succeeded``). ``keep_result`` stores the
+    result on the job's row as well (a django.tasks task's).
 
     Fenced like ``complete``: it applies only while the job is still running under this
     worker and attempt. When it no longer is (the reaper took it back, and another try may
@@ -274,13 +313,16 @@ def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
     """
     if not connection.in_atomic_block:
         raise TransactionManagementError("complete_in_transaction() runs inside the handler's transaction.")
+    stored = {"result": json.loads(result)} if keep_result and result is not None else {}
     # The fenced UPDATE locks the one job row until the handler's transaction commits a
     # moment later; the worker's heartbeat of that row waits that long.
     applied = driver().set_state_if_running(
-        worker, job_id, attempt, status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
+        worker, job_id, attempt, status=Status.SUCCEEDED, finished_at=Now(), progress=100, error="", **stored
     )
     if not applied:
         raise FencedOff(f"Job #{job_id} try {attempt} is no longer running under {worker}.")
+    if step is not None:
+        workflows.step_succeeded(step, result)
 
 
 def _fit(model: type[models.Model], column: str, text: str) -> str:
@@ -305,12 +347,15 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
         if retries.retried(job.attempts, job.max_attempts, retryable=failure.retryable):
             job.status = Status.QUEUED
             job.run_at = now + retries.backoff(job.type, job.attempts)
+            job.due_later = due_later(job.run_at, now)
             job.heartbeat_at = None
         else:
             job.status = Status.FAILED
             job.finished_at = now
-        job.save(update_fields=["status", "error", "run_at", "heartbeat_at", "finished_at"])
+        job.save(update_fields=["status", "error", "run_at", "due_later", "heartbeat_at", "finished_at"])
         _record_attempt(job, worker, failure)
+        if job.status == Status.FAILED:
+            _failed_for_good(job, f"failed: {failure.text}")
     rollup.record([tried.with_outcome(_outcome_of(job))])
     return job.status
 
@@ -324,6 +369,14 @@ def _finished(job: Job, now: datetime, outcome: str) -> Finished:
 
 def _outcome_of(job: Job) -> str:
     return rollup.RETRIED if job.status == Status.QUEUED else rollup.FAILED
+
+
+def _failed_for_good(job: Job, reason: str) -> None:
+    """The one place a job's end for good reaches its workflow: its failure with no try
+    left (``fail``, a reaped job with its budget spent) or its cancel. In the transaction
+    of that transition, so both commit together (``jobs.workflow.progress.step_failed``)."""
+    if job.step_id is not None:
+        workflows.step_failed(job, reason)
 
 
 def _record_attempt(job: Job, worker: str, failure: Failure, outcome: str | None = None) -> None:
@@ -352,7 +405,8 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
 
     ``at`` is capped at ``JOBS_MAX_RETRY_LATER_SECONDS`` from now, whoever asked: a host's
     "retry in 3e9 seconds" must not park a job (and hold its dedupe key) for a century."""
-    at = min(at, timezone.now() + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
+    now = timezone.now()
+    at = min(at, now + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
     with transaction.atomic():
         # Locks the one job row until it is queued again and the try is recorded.
         job = driver().lock_if_running(worker, job_id, attempt)
@@ -363,6 +417,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
         job.status = Status.QUEUED
         job.attempts -= 1
         job.run_at = at
+        job.due_later = due_later(at, now)
         job.locked_by = None
         job.started_at = job.heartbeat_at = None
         job.progress = None
@@ -373,6 +428,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
                 "status",
                 "attempts",
                 "run_at",
+                "due_later",
                 "locked_by",
                 "started_at",
                 "heartbeat_at",
@@ -381,7 +437,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
                 "message",
             ]
         )
-        if at <= timezone.now():
+        if not job.due_later:
             notify([job.queue])
     return True
 
@@ -405,6 +461,7 @@ def release(worker: str, items: Sequence[tuple[int, int]], message: str = "") ->
                 started_at=None,
                 heartbeat_at=None,
                 run_at=Now(),
+                due_later=False,
                 progress=None,
                 progress_message="",
                 message=message,
@@ -481,6 +538,24 @@ def _mark_cancelled(row: Job) -> None:
     row.finished_at = timezone.now()
     row.message = CANCELLED
     row.save(update_fields=["status", "finished_at", "message"])
+    _failed_for_good(row, f"was cancelled (job #{row.pk}).")
+
+
+def cancel_steps(steps: models.QuerySet[Any]) -> list[int]:
+    """Cancel the queued jobs of these workflow steps (a cancelled workflow's); returns
+    their steps. A job a worker is claiming at this moment is skipped (it runs: a running
+    step is waited out), so nothing here waits on a claim. Locks the jobs it cancels until
+    the caller's transaction ends; the caller holds the workflow's row."""
+    rows = list(
+        Job.objects.select_for_update(skip_locked=True)
+        .filter(status=Status.QUEUED, step_id__in=steps)
+        .values_list("pk", "step_id")
+    )
+    if rows:
+        Job.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+            status=Status.CANCELLED, finished_at=Now(), message=CANCELLED
+        )
+    return [step for _, step in rows]
 
 
 def retry(job: Job | int) -> Job:
@@ -500,12 +575,15 @@ def retry(job: Job | int) -> Job:
             row.error = ""
             row.message = REQUEUED_BY_ADMIN
             row.run_at = timezone.now()
+            row.due_later = False
             row.started_at = row.finished_at = row.heartbeat_at = row.dismissed_at = None
             row.locked_by = None
             row.progress = None
             row.progress_message = ""
             with transaction.atomic():
                 row.save()
+            if row.step_id is not None:
+                workflows.step_retried(row)  # its workflow resumes
             notify([row.queue])
     except IntegrityError:
         raise InvalidTransition(
@@ -599,7 +677,10 @@ def reap(now: datetime | None = None) -> ReapResult:
     now = now or timezone.now()
     heartbeat_before = now - timedelta(seconds=jobs_settings.REAP_AFTER)
     seen_before = now - timedelta(seconds=jobs_settings.WORKER_LEASE)
-    return _take_back(lambda: driver().reap(heartbeat_before, seen_before, TAKE_BACK_BATCH))
+    reaped = _take_back(lambda: driver().reap(heartbeat_before, seen_before, TAKE_BACK_BATCH))
+    # Workflow steps whose job waited for its dedupe key: released once the key is free.
+    workflows.release_blocked()
+    return reaped
 
 
 def recover_worker(name: str) -> ReapResult:
@@ -631,6 +712,7 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
                 # After the type's backoff, as after any failed try: a job that kills its
                 # worker must not go straight on to kill the next one.
                 job.status, job.run_at = Status.QUEUED, now + retries.backoff(job.type, job.attempts)
+                job.due_later = due_later(job.run_at, now)
                 job.message = REQUEUED_AFTER_RESTART
                 job.locked_by = None
                 requeued += 1
@@ -643,12 +725,15 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
                     "error",
                     "message",
                     "run_at",
+                    "due_later",
                     "locked_by",
                     "heartbeat_at",
                 ]
             )
             _record_attempt(job, worker, lost)
             lost_tries.append(tried.with_outcome(_outcome_of(job)))
+            if job.status == Status.FAILED:
+                _failed_for_good(job, f"failed: {BUDGET_EXHAUSTED}")
         notify(queues)
     rollup.record(lost_tries)
     if requeued or failed:
@@ -669,6 +754,7 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     cutoff = timezone.now() - older_than
     total = driver().prune(finished_before=cutoff, dismissed_before=cutoff, batch_size=batch_size)
     Worker.objects.filter(stopped_at__lt=cutoff).delete()
+    workflows.prune(cutoff, batch_size)
     rollup.prune()  # on its own retention; the tries' logs went with their jobs (cascade)
     return total
 

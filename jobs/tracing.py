@@ -166,7 +166,8 @@ class TracedBatch:
         from opentelemetry import trace
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-        job_id, type_name, _, attempt, _, queue = self.jobs[index]
+        job = self.jobs[index]
+        job_id, type_name, attempt, queue = job[0], job[1], job[3], job[5]
         parent, run_at, started_at = self.rows.get(job_id, (None, None, None))
         context = TraceContextTextMapPropagator().extract({"traceparent": parent}) if parent else None
         attributes: dict[str, Any] = {

@@ -12,25 +12,47 @@ from django.db import connection
 MARIADB_HISTORY = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
                       progress_message, error, message, earlier_attempts, created_at,
-                      started_at, finished_at)
-SELECT 'test.noop', 'default', 0, {status}, '{{}}', NOW(6) + INTERVAL {shift}, {attempts}, 3,
-       '', '', '', 0, NOW(6) - INTERVAL 1 HOUR, {finished_at}, {finished_at}
+                      started_at, finished_at{flag_column})
+SELECT 'test.noop', 'default', {priority}, {status}, '{{}}', NOW(6) + INTERVAL {shift}, {attempts}, 3,
+       '', '', '', 0, NOW(6) - INTERVAL 1 HOUR, {finished_at}, {finished_at}{flag}
   FROM seq_1_to_{count}
 """
 
 
-def history(finished: int, queued: int) -> None:
-    """``finished`` succeeded jobs and ``queued`` future-dated jobs (not claimable now)."""
+def flags_jobs_due_later() -> bool:
+    """Does the engine under measurement flag jobs due later (``Job.due_later``, migration
+    0012)? The same benchmark then measures the engine before it too."""
+    from jobs.models import Job
+
+    return any(field.name == "due_later" for field in Job._meta.get_fields())
+
+
+def history(finished: int, queued: int, *, queued_priority: int = 0) -> None:
+    """``finished`` succeeded jobs and ``queued`` jobs due tomorrow (not claimable now), as
+    the engine writes them (flagged due later where it flags them), of ``queued_priority``
+    (the same as the measured jobs', or more urgent: -50, high, puts them first in claim
+    order, so a claim that reads queued jobs in that order meets them all first)."""
+    flagged = flags_jobs_due_later()
     with connection.cursor() as cursor:
         if connection.vendor == "mysql":
             for count, fields in (
-                (finished, {"status": "'succeeded'", "shift": "-1 HOUR", "attempts": 1,
-                            "finished_at": "NOW(6) - INTERVAL 1 HOUR"}),
-                (queued, {"status": "'queued'", "shift": "1 DAY", "attempts": 0, "finished_at": "NULL"}),
+                (finished, {"status": "'succeeded'", "shift": "-1 HOUR", "attempts": 1, "priority": 0,
+                            "finished_at": "NOW(6) - INTERVAL 1 HOUR", "flag": ", FALSE"}),
+                (queued, {"status": "'queued'", "shift": "1 DAY", "attempts": 0, "priority": int(queued_priority),
+                          "finished_at": "NULL", "flag": ", TRUE"}),
             ):  # fmt: skip
                 if count:
-                    cursor.execute(MARIADB_HISTORY.format(count=int(count), **fields))
+                    if not flagged:
+                        fields["flag"] = ""
+                    flag_column = ", due_later" if flagged else ""
+                    cursor.execute(
+                        MARIADB_HISTORY.format(count=int(count), flag_column=flag_column, **fields)
+                    )
             analyze(["jobs_job"])
+            # Write the fill's pages out now (as PostgreSQL's CHECKPOINT below), so that the
+            # page cleaner does not write them during the measured drain.
+            cursor.execute("FLUSH TABLES jobs_job FOR EXPORT")
+            cursor.execute("UNLOCK TABLES")
             return
         cursor.execute(
             """
@@ -43,13 +65,14 @@ def history(finished: int, queued: int) -> None:
             [finished],
         )
         cursor.execute(
-            """
+            f"""
             INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
-                                  progress_message, error, message)
-            SELECT 'test.noop', 'default', 0, 'queued', '{}', now() + interval '1 day', 0, 3, '', '', ''
+                                  progress_message, error, message{", due_later" if flagged else ""})
+            SELECT 'test.noop', 'default', %s, 'queued', '{{}}', now() + interval '1 day', 0, 3, '', '', ''
+                   {", true" if flagged else ""}
               FROM generate_series(1, %s)
             """,
-            [queued],
+            [queued_priority, queued],
         )
         analyze(["jobs_job"])
         # Flush the fill's WAL now, so the checkpoint it would trigger does not land in the

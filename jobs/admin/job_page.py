@@ -54,6 +54,7 @@ from jobs.admin.job_records import JobRecordsMixin
 from jobs.admin.links import registered_links
 from jobs.admin.operations import RetryCancelMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
+from jobs.admin.workflow_page import workflow_link
 from jobs.models import Job, JobAttempt, Status
 from jobs.timetable import health
 
@@ -98,6 +99,7 @@ class JobAdmin(
                 "fields": (
                     "type",
                     "records",
+                    "workflow",
                     "queue",
                     "priority_text",
                     "status_badge",
@@ -115,6 +117,7 @@ class JobAdmin(
     readonly_fields = (
         "priority_text",
         "records",
+        "workflow",
         "operator_actions",
         "status_badge",
         "progress_text",
@@ -313,6 +316,11 @@ class JobAdmin(
         return ""
 
     # --- the job's own page ----------------------------------------------------------------
+
+    @admin.display(description="workflow")
+    def workflow(self, job: Job) -> SafeString | str:
+        """A workflow step's job links its workflow."""
+        return workflow_link(job)
 
     @admin.display(description="priority")
     def priority_text(self, job: Job) -> str:

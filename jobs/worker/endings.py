@@ -101,9 +101,9 @@ class Endings:
             assert outcome.at is not None
             self.results.reschedule(job, outcome.at, outcome.reason)
             said = f"rescheduled for {outcome.at:%Y-%m-%d %H:%M:%S}: {outcome.reason}"
-        elif outcome.committed:  # an atomic job: it wrote its own outcome
+        elif outcome.committed:  # an atomic job or a workflow step: it wrote its own outcome
             self.results.settled(job)
-            said = "succeeded (committed with its writes)"
+            said = "succeeded (committed in its own transaction)"
         else:
             level = logging.WARNING
             said = (

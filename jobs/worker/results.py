@@ -132,6 +132,10 @@ class ResultBuffer:
         held += [job_id for job_id, _, _, _ in self._reschedules]
         return held
 
+    def requeues(self) -> bool:
+        """Are failures or postponements waiting to be written (jobs queued for later)?"""
+        return bool(self._failures or self._reschedules)
+
     # --- writing ------------------------------------------------------------------------
 
     def flush_due(self, now: float, children_busy: Callable[[], bool]) -> bool:

@@ -33,6 +33,7 @@ from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronousl
 from jobs.worker.listener import Listener
 from jobs.worker.pool import Child, Lane
 from jobs.worker.progress import ProgressWriter
+from jobs.worker.promoter import Promoter
 from jobs.worker.results import ResultBuffer
 
 logger = logging.getLogger("jobs.worker")
@@ -62,6 +63,7 @@ class Supervisor:
         self.progress = ProgressWriter(self.name, self.db, jobs_settings.PROGRESS_INTERVAL)
         self.endings = Endings(self.results, self.progress)
         self.schedules = ScheduleTicker(enabled=options.schedules, poll_interval=options.poll_interval)
+        self.promoter = Promoter(options.poll_interval)
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
@@ -181,6 +183,8 @@ class Supervisor:
             if self._busy():
                 self.progress.write_due(self._busy_children())
             if self.results.flush_due(now, self._busy):
+                if self.results.requeues():
+                    self.promoter.soon()  # learn when those retries come due
                 self.results.flush()
             if rollup.pending():
                 self.db.call(rollup.flush)  # at most once a second (jobs.rollup)
@@ -202,6 +206,7 @@ class Supervisor:
         if not self.burst_rechecked:
             # One more look: a job may have become due while the last ones ran.
             self.burst_rechecked = True
+            self.promoter.soon()
             for lane in self.lanes:
                 lane.maybe_work = True
             return False
@@ -213,6 +218,8 @@ class Supervisor:
                 if lane.idle and (lane.ready() or self._may_claim(lane)):
                     return 0.0  # work to hand out right away
         deadlines = [self.next_heartbeat, self.stop_deadline if self.stopping else self.next_poll]
+        if not self.stopping:  # (not before the database may be tried again)
+            deadlines.append(max(self.promoter.deadline(), self.db.retry_at))
         if not self.stopping and (slot := self.schedules.deadline()) is not None:
             deadlines.append(slot)
         for lane in self.lanes:
@@ -266,6 +273,10 @@ class Supervisor:
     # --- claiming and dispatch ------------------------------------------------------------
 
     def _periodic(self, now: float) -> None:
+        if self.promoter.due(now) and self.db.available(now):
+            promoted = self.promoter.promote(self.db, now)
+            for lane in self.lanes:
+                lane.pending.update(promoted.intersection(lane.queues))
         if now >= self.next_poll:
             for lane in self.lanes:
                 lane.maybe_work = True
@@ -273,6 +284,7 @@ class Supervisor:
         if self._keep_alive(now) and self.db.may_reap(now):
             reaped = self.db.call(store.reap)
             if reaped and reaped.requeued:
+                self.promoter.soon()  # they come back after their backoff
                 for lane in self.lanes:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):
