@@ -449,6 +449,10 @@ class Workflow(models.Model):
     message = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(db_default=Now())
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The W3C trace context current at ``jobs.start`` (``jobs.tracing``): every step's job
+    # is inserted with it, so the steps' tries continue the trace that started the
+    # workflow. NULL when tracing is off or no span was current.
+    traceparent = models.CharField(max_length=55, null=True, blank=True)  # noqa: DJ001
 
     class Meta:
         db_table = "jobs_workflow"

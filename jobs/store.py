@@ -89,12 +89,10 @@ def enqueue(
     priority: str | None = None,
     run_at: datetime | None = None,
     dedupe_key: str | None = None,
-    traceparent: str | None = None,
 ) -> Job:
     """Add a job in the caller's transaction (commit makes it visible, rollback drops it).
 
-    The job carries the trace context of the span current now (``jobs.tracing``), or
-    ``traceparent`` when given: a workflow's step continues its workflow's trace this way.
+    The job carries the trace context of the span current now (``jobs.tracing``).
 
     With a dedupe key (derived from the payload when the type declares one, else the
     caller's ``dedupe_key``), a queued or running job of the same type and key is returned
@@ -116,7 +114,7 @@ def enqueue(
         "payload": payload,
         "max_attempts": job_type.attempts,
         "dedupe_key": dedupe_key,
-        "traceparent": tracing.traceparent(parent=traceparent),
+        "traceparent": tracing.traceparent(),
     }
     if run_at is not None:
         fields["run_at"] = run_at

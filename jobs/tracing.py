@@ -21,10 +21,10 @@ installed, ``OTEL_SDK_DISABLED`` is not true, and an OTLP endpoint
 exporter (``OTEL_TRACES_EXPORTER``, not ``none``) is set. A worker process then sets up a
 tracer provider exporting OTLP over HTTP in batches, unless the project set up its own.
 
-Workflows: a workflow's steps continue their workflow's trace. The hook is
-``store.enqueue(..., traceparent=...)`` (``traceparent(parent=...)`` here): enqueueing a
-step passes the workflow's stored ``traceparent``, so the step's try span joins the
-workflow's trace even when the step is enqueued by another job's try or by no request.
+Workflows: ``jobs.start`` records ``traceparent()`` on the workflow's row, and every job
+of its steps is inserted with it (the drivers' release statements copy the column), so
+each step's try span is a child of the span that started the workflow, though its job was
+inserted by another step's completion, a reaper's pass or an operator's retry.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from jobs.worker.outcome import Outcome
 
 _OFF = ("", "none")
-TRACEPARENT_CHARS = 55  # "00-" + 32 hex + "-" + 16 hex + "-" + 2 hex: the column's length
 _provider: Any = None  # the provider this process set up, to flush at its end
 _tracer: Any = None
 _checked = False
@@ -63,11 +62,9 @@ def configured() -> bool:
     return True
 
 
-def traceparent(parent: str | None = None) -> str | None:
-    """What enqueue stores: ``parent`` when given (a workflow step: its workflow's), else
-    the current span's context as a W3C ``traceparent``; None when there is none."""
-    if parent is not None:
-        return parent if len(parent) == TRACEPARENT_CHARS else None
+def traceparent() -> str | None:
+    """What enqueue (and ``jobs.start``) stores: the current span's context as a W3C
+    ``traceparent``; None when there is none."""
     if "opentelemetry.trace" not in sys.modules:
         return None  # never imported: no span can be current, and nothing is imported here
     from opentelemetry import trace

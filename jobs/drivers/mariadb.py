@@ -234,19 +234,23 @@ INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
 # --- workflows (``jobs.workflow``) ---
 
 # A released step's job: the step's own values (checked when the workflow started), queued,
-# due after its delay (due later, until a worker promotes it, when it has one), linked to its step. IGNORE makes a second job of a step (the unique
+# due after its delay (due later, until a worker promotes it, when it has one), linked to its
+# step, with its workflow's trace context (``jobs.tracing``: NULL when none; its row read by
+# primary key). IGNORE makes a second job of a step (the unique
 # index ``jobs_step_job``) or one whose dedupe key an active job holds (``jobs_dedupe_active``)
 # a skipped row; that step waits for the key (``jobs.workflow.progress.release_blocked``).
-# Under READ COMMITTED the SELECT reads the steps without locking them; the INSERT locks
-# only its new rows.
+# Under READ COMMITTED the SELECT reads the steps and the workflow without locking them; the
+# INSERT locks only its new rows.
 _STEP_JOB = """
 INSERT IGNORE INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
                              attempts, max_attempts, created_at, progress_message, error, message,
-                             earlier_attempts, step_id)
+                             earlier_attempts, step_id, traceparent)
 SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
        CURRENT_TIMESTAMP(6) + INTERVAL ROUND(COALESCE(s.delay, 0) * 1000000) MICROSECOND,
-       COALESCE(s.delay, 0) > 0, 0, s.max_attempts, CURRENT_TIMESTAMP(6), '', '', '', 0, s.id
+       COALESCE(s.delay, 0) > 0, 0, s.max_attempts, CURRENT_TIMESTAMP(6), '', '', '', 0, s.id,
+       f.traceparent
   FROM jobs_workflow_step AS s {join}
+  JOIN jobs_workflow AS f ON f.id = s.workflow_id
  WHERE {condition}
  ORDER BY s.id
 """

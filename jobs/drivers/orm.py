@@ -381,7 +381,17 @@ SELECT minute, measure, total,
         rows = list(
             steps.exclude(Exists(self.jobs().filter(step_id=OuterRef("pk"))))
             .order_by("id")
-            .values("id", "type", "queue", "priority", "payload", "dedupe_key", "max_attempts", "delay")
+            .values(
+                "id",
+                "type",
+                "queue",
+                "priority",
+                "payload",
+                "dedupe_key",
+                "max_attempts",
+                "delay",
+                "workflow__traceparent",  # its workflow's trace context (``jobs.tracing``)
+            )
         )
         if not rows:
             return 0
@@ -397,6 +407,7 @@ SELECT minute, measure, total,
                 run_at=now + timedelta(seconds=row["delay"] or 0),
                 due_later=bool(row["delay"]),  # waits for a promotion (``promote_due``)
                 step_id=row["id"],
+                traceparent=row["workflow__traceparent"],
             )
             for row in rows
         ]

@@ -161,17 +161,21 @@ SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.de
 # --- workflows (``jobs.workflow``) -----------------------------------------------------------
 
 # A released step's job: the step's own values (checked when the workflow started), queued,
-# due after its delay (due later, until a worker promotes it, when it has one), linked to its step. The unique index ``jobs_step_job`` makes a second
+# due after its delay (due later, until a worker promotes it, when it has one), linked to its
+# step, with its workflow's trace context (``jobs.tracing``: NULL when none; its row read by
+# primary key). The unique index ``jobs_step_job`` makes a second
 # job of a step a no-op, and ``jobs_dedupe_active`` one whose dedupe key an active job holds
 # (that step waits for the key: ``jobs.workflow.progress.release_blocked``). Like any
 # enqueue, the trigger below wakes the workers of the queues that got due jobs.
 _STEP_JOB = """{counted}
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
-                      attempts, max_attempts, progress_message, error, message, step_id)
+                      attempts, max_attempts, progress_message, error, message, step_id,
+                      traceparent)
 SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
        now() + make_interval(secs => COALESCE(s.delay, 0)), COALESCE(s.delay, 0) > 0,
-       0, s.max_attempts, '', '', '', s.id
+       0, s.max_attempts, '', '', '', s.id, f.traceparent
   FROM {source} AS s
+  JOIN jobs_workflow AS f ON f.id = s.workflow_id
  WHERE {condition}
  ORDER BY s.id
     ON CONFLICT DO NOTHING

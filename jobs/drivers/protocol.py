@@ -206,6 +206,9 @@ class Driver(Protocol):
         """Insert (upstream, downstream) edges between steps, in a few statements."""
         ...
 
+    # Every release inserts a step's job with its step's values and its workflow's
+    # ``traceparent`` (``jobs.tracing``), copied in the same statement.
+
     def release_workflow(self, workflow_id: int) -> int:
         """Insert the job of each released step of the workflow (its first steps, as it
         starts), skipping a step whose dedupe key an active job holds; how many were added."""

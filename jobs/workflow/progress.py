@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Now
 
-from jobs import validation
+from jobs import tracing, validation
 from jobs.drivers import driver
 from jobs.drivers.protocol import StepRow
 from jobs.errors import InvalidJobOption, InvalidTransition
@@ -48,13 +48,15 @@ def _fit(text: str, length: int = 200) -> str:
 def start(flow: Flow, *, name: str | None = None, dedupe_key: str | None = None) -> Workflow:
     """Write the workflow, its steps and edges, and the jobs of its first steps, in the
     caller's transaction. With a dedupe key, a running workflow of the same name and key
-    is returned instead (the database's unique index decides races)."""
+    is returned instead (the database's unique index decides races). The workflow keeps the
+    trace context current now (``jobs.tracing``); every job of its steps is inserted with it."""
     laid = flows.plan(flow)
     name = _workflow_name(name, laid)
     key = validation.dedupe_key(dedupe_key)
+    parent = tracing.traceparent()
     with transaction.atomic():
         for _ in range(5):
-            workflow = _insert_workflow(name, key, len(laid.steps))
+            workflow = _insert_workflow(name, key, len(laid.steps), parent)
             if workflow is not None:
                 break
             existing = Workflow.objects.filter(name=name, dedupe_key=key, status=RUNNING).first()
@@ -78,9 +80,15 @@ def _workflow_name(name: str | None, laid: Plan) -> str:
     return name
 
 
-def _insert_workflow(name: str, key: str | None, steps: int) -> Workflow | None:
+def _insert_workflow(name: str, key: str | None, steps: int, traceparent: str | None) -> Workflow | None:
     """The workflow's row; None when a running one holds its key."""
-    fields = {"name": name, "dedupe_key": key, "steps": steps, "unfinished": steps}
+    fields = {
+        "name": name,
+        "dedupe_key": key,
+        "steps": steps,
+        "unfinished": steps,
+        "traceparent": traceparent,
+    }
     if key is None:
         return Workflow.objects.create(**fields)
     try:

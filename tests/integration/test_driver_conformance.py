@@ -636,9 +636,13 @@ def _step_row(
     )  # fmt: skip
 
 
-def _workflow(drv: Driver, rows: list[StepRow], edges: list[tuple[int, int]]) -> list[int]:
+def _workflow(
+    drv: Driver, rows: list[StepRow], edges: list[tuple[int, int]], traceparent: str | None = None
+) -> list[int]:
     """A workflow of ``rows``; ``edges`` between positions in ``rows`` (0-based)."""
-    workflow = Workflow.objects.create(name="conformance", steps=len(rows), unfinished=len(rows))
+    workflow = Workflow.objects.create(
+        name="conformance", steps=len(rows), unfinished=len(rows), traceparent=traceparent
+    )
     ids = drv.insert_steps(workflow.pk, rows, None)
     drv.insert_edges([(ids[up], ids[down]) for up, down in edges])
     return ids
@@ -694,6 +698,32 @@ def test_release_successors__counts_down_and_releases_those_at_zero_in_fixed_sta
     assert Job.objects.filter(step_id=ids[2]).count() == 1
     if drv.vendor != "sqlite":  # the ORM's portable path reads the steps before it inserts
         assert len(queries) <= 2
+
+
+@conformance
+def test_every_release__copies_the_workflows_trace_context_into_its_jobs(drv):
+    # Two workflows side by side, 0 → 1 each: one started in a span, one in none.
+    parent = "00-" + "a1" * 16 + "-" + "b2" * 8 + "-01"
+    traced = _workflow(
+        drv, [_step_row(0), _step_row(1, pending=1), _step_row(2, key="thing:7")], [(0, 1)], parent
+    )
+    plain = _workflow(drv, [_step_row(0), _step_row(1, pending=1)], [(0, 1)])
+    _insert(drv, type="test.keyed", payload={"thing_id": 7}, dedupe_key="thing:7")
+
+    for ids in (traced, plain):
+        drv.release_workflow(WorkflowStep.objects.get(pk=ids[0]).workflow_id)
+        drv.release_successors(ids[0])
+    Job.objects.filter(dedupe_key="thing:7", step__isnull=True).update(status=Status.SUCCEEDED)
+    assert drv.release_steps([traced[2]]) == 1  # the held key's step, released later
+
+    carried = dict(Job.objects.filter(step__isnull=False).values_list("step_id", "traceparent"))
+    assert carried == {
+        traced[0]: parent,
+        traced[1]: parent,
+        traced[2]: parent,
+        plain[0]: None,
+        plain[1]: None,
+    }
 
 
 @conformance

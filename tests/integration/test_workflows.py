@@ -315,6 +315,46 @@ def test_a_step_whose_dedupe_key_is_held__waits_for_it_and_is_released_by_the_re
     assert workflow.status == Workflow.Status.SUCCEEDED
 
 
+def test_every_step_job__carries_the_trace_context_the_workflow_started_in(tmp_path):
+    from opentelemetry.sdk.trace import TracerProvider
+
+    gate = tmp_path / "fixed"
+    holder = jobs.enqueue("test.keyed", {"thing_id": 7})  # its key makes a step wait
+    tracer = TracerProvider().get_tracer("test")  # this test's own, not the global one
+    with tracer.start_as_current_span("POST /provision") as request:
+        workflow = jobs.start(
+            jobs.chain(
+                jobs.group(
+                    [s("scan", add=2), jobs.step("test.keyed", {"thing_id": 7}, name="keyed")],
+                    then=s("bad", fail_unless=str(gate)),
+                ),
+                s("end"),
+            )
+        )
+    untraced = jobs.start(jobs.chain(s("x"), s("y")))
+    context = request.get_span_context()
+    parent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+    testing.run_job(holder)
+    testing.drain()  # scan adds scan/1 and scan/2, each released by scan's completion
+    store.reap()  # the key is free: keyed's job is added by the reaper's pass
+    testing.drain()  # bad fails for good
+    gate.touch()
+    jobs.retry(job_of(workflow, "bad"))  # it resumes: end is released by bad's completion
+    testing.drain()
+
+    workflow.refresh_from_db()
+    assert (workflow.status, workflow.traceparent) == (Workflow.Status.SUCCEEDED, parent)
+    carried = dict(Job.objects.filter(step__workflow_id=workflow.pk).values_list("step__name", "traceparent"))
+    assert carried == dict.fromkeys(["scan", "keyed", "scan/1", "scan/2", "bad", "end"], parent)
+    untraced.refresh_from_db()
+    assert untraced.traceparent is None  # no span was current: nothing stored, nothing copied
+    assert set(Job.objects.filter(step__workflow_id=untraced.pk).values_list("traceparent", flat=True)) == {
+        None
+    }
+    assert Job.objects.filter(step__workflow_id=untraced.pk).count() == 2
+
+
 def test_step_options__priority_and_delay_reach_the_job():
     before = timezone.now()
     workflow = jobs.start(jobs.step("test.step", {"value": "later"}, priority="high", delay=60))
