@@ -3,7 +3,9 @@ HTTP to a receiver this test starts (pytest-httpserver decoding the protobuf
 ``ExportTraceServiceRequest``). A "request" span of this process enqueues the jobs; their
 tries' spans are its children in the same trace, a retried job's tries are siblings, a
 failed try's span carries error status and the exception event, and the supervisor's claim
-and completion batch have spans of their own."""
+and completion batch have spans of their own. A workflow started in that span continues it:
+each step's try is its child too, though only the first step's job was inserted by it (the
+others by the completions of the steps before them, in the worker)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import TracerProvider
 from werkzeug import Request, Response
 
+import jobs
 from jobs import store
-from jobs.models import Job, Status
+from jobs.models import Job, Status, Workflow
 from tests.support.job_states import wait_status
 from tests.support.waiting import wait_for
 
@@ -49,7 +52,7 @@ class Receiver:
             return [span for span in self.spans if span.name.startswith(prefix)]
 
 
-def test_traces__the_enqueuing_span_parents_every_try_retries_are_siblings_failures_are_errors(
+def test_traces__the_enqueuing_span_parents_every_try_and_workflow_step_retries_are_siblings(
     start_worker, httpserver
 ):
     receiver = Receiver()
@@ -58,6 +61,11 @@ def test_traces__the_enqueuing_span_parents_every_try_retries_are_siblings_failu
     with tracer.start_as_current_span("POST /orders") as request_span:
         flaky = store.enqueue("test.flaky", {"fail_times": 1})
         quiet = store.enqueue("test.noop", {})
+        names = ("first", "second", "left", "right")
+        step = {name: jobs.step("test.noop", {"step": name}, name=name) for name in names}
+        workflow = jobs.start(
+            jobs.chain(step["first"], step["second"], jobs.group([step["left"], step["right"]]))
+        )
     untraced = store.enqueue("test.noop", {"outside": True})
     request = request_span.get_span_context()
     assert (
@@ -79,7 +87,8 @@ def test_traces__the_enqueuing_span_parents_every_try_retries_are_siblings_failu
     )
     for job in (flaky, quiet, untraced):
         wait_status(job.pk, Status.SUCCEEDED, timeout=60)
-    tries = wait_for(lambda: len(receiver.named("job.run")) >= 4 and receiver.named("job.run"), timeout=30)
+    wait_for(lambda: Workflow.objects.get(pk=workflow.pk).status == Workflow.Status.SUCCEEDED, timeout=60)
+    tries = wait_for(lambda: len(receiver.named("job.run")) >= 8 and receiver.named("job.run"), timeout=30)
 
     def attributes(span) -> dict:
         return {item.key: _value(item.value) for item in span.attributes}
@@ -89,7 +98,11 @@ def test_traces__the_enqueuing_span_parents_every_try_retries_are_siblings_failu
         by_job.setdefault(attributes(span)["job.id"], []).append(span)
     flaky_tries = sorted(by_job[flaky.pk], key=lambda span: attributes(span)["job.attempt"])
     assert [attributes(span)["job.outcome"] for span in flaky_tries] == ["failed", "succeeded"]
-    for span in [*flaky_tries, *by_job[quiet.pk]]:
+    steps = dict(Job.objects.filter(step__workflow_id=workflow.pk).values_list("step__name", "pk"))
+    assert set(steps) == set(names)
+    step_tries = [span for name in names for span in by_job[steps[name]]]
+    assert len(step_tries) == 4  # one try each
+    for span in [*flaky_tries, *by_job[quiet.pk], *step_tries]:
         assert span.trace_id.hex() == f"{request.trace_id:032x}"  # the request's trace
         assert span.parent_span_id.hex() == f"{request.span_id:016x}"  # siblings under it
         assert span.name in ("job.run test.flaky", "job.run test.noop")
