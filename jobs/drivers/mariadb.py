@@ -235,8 +235,9 @@ INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
 
 # A released step's job: the step's own values (checked when the workflow started), queued,
 # due after its delay (due later, until a worker promotes it, when it has one), linked to its
-# step, with its workflow's trace context (``jobs.tracing``: NULL when none; its row read by
-# primary key). IGNORE makes a second job of a step (the unique
+# step, with its workflow's trace context (``jobs.tracing``; NULL when none): ``{traceparent}``
+# reads it by the workflow's primary key, once a statement where the statement's steps are of
+# one workflow (the rows hold no copy of it). IGNORE makes a second job of a step (the unique
 # index ``jobs_step_job``) or one whose dedupe key an active job holds (``jobs_dedupe_active``)
 # a skipped row; that step waits for the key (``jobs.workflow.progress.release_blocked``).
 # Under READ COMMITTED the SELECT reads the steps and the workflow without locking them; the
@@ -248,9 +249,8 @@ INSERT IGNORE INTO jobs_job (type, queue, priority, status, payload, dedupe_key,
 SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
        CURRENT_TIMESTAMP(6) + INTERVAL ROUND(COALESCE(s.delay, 0) * 1000000) MICROSECOND,
        COALESCE(s.delay, 0) > 0, 0, s.max_attempts, CURRENT_TIMESTAMP(6), '', '', '', 0, s.id,
-       f.traceparent
+       {traceparent}
   FROM jobs_workflow_step AS s {join}
-  JOIN jobs_workflow AS f ON f.id = s.workflow_id
  WHERE {condition}
  ORDER BY s.id
 """
@@ -271,22 +271,34 @@ INSERT_EDGES = "INSERT INTO jobs_workflow_edge (upstream_id, downstream_id) VALU
 
 # A starting workflow's first steps (inserted as released), through the index
 # ``jobs_workflow_step_graph``, which leads with the workflow.
-RELEASE_WORKFLOW = _STEP_JOB.format(join="", condition="s.workflow_id = %s AND s.status = 'released'")
+# The workflow's id is given twice: for its trace context, then for its steps.
+RELEASE_WORKFLOW = _STEP_JOB.format(
+    traceparent="(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = %s)",
+    join="",
+    condition="s.workflow_id = %s AND s.status = 'released'",
+)
 # Released steps whose job waited for its dedupe key, by primary key.
-RELEASE_STEPS = _STEP_JOB.format(join="", condition="s.id IN ({ids}) AND s.status = 'released'")
+RELEASE_STEPS = _STEP_JOB.format(
+    traceparent="(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = s.workflow_id)",
+    join="",
+    condition="s.id IN ({ids}) AND s.status = 'released'",
+)
 
 # A step succeeded, in two statements whatever the number of its successors. The first
 # counts down every step that waits for it (the edges' primary key, upstream first, finds
 # them) and releases those that wait for nothing more: MariaDB assigns from left to right,
 # so the status comes first, reading the count as it was. It locks those steps (by primary
 # key) until the step's transaction commits; the caller holds the workflow's row. The
-# second adds the jobs of the steps it released.
+# second adds the jobs of the steps it released (the step's id given twice: for its
+# workflow's trace context, then for its edges).
 COUNT_DOWN_SUCCESSORS = """
 UPDATE jobs_workflow_step
    SET status = IF(pending = 1 AND status = 'waiting', 'released', status), pending = pending - 1
  WHERE id IN (SELECT downstream_id FROM jobs_workflow_edge WHERE upstream_id = %s)
 """
 RELEASE_SUCCESSORS = _STEP_JOB.format(
+    traceparent="""(SELECT f.traceparent FROM jobs_workflow AS f
+         JOIN jobs_workflow_step AS u ON u.workflow_id = f.id WHERE u.id = %s)""",
     join="JOIN jobs_workflow_edge AS e ON e.downstream_id = s.id",
     condition="e.upstream_id = %s AND s.status = 'released' AND s.pending = 0",
 )
@@ -453,7 +465,7 @@ VALUES {values}
 
     def release_workflow(self, workflow_id: int) -> int:
         with self.cursor() as cursor:
-            cursor.execute(RELEASE_WORKFLOW, [workflow_id])
+            cursor.execute(RELEASE_WORKFLOW, [workflow_id, workflow_id])
             return cursor.rowcount
 
     def release_steps(self, step_ids: Sequence[int]) -> int:
@@ -466,7 +478,7 @@ VALUES {values}
     def release_successors(self, step_id: int) -> int:
         with self.cursor() as cursor:
             cursor.execute(COUNT_DOWN_SUCCESSORS, [step_id])
-            cursor.execute(RELEASE_SUCCESSORS, [step_id])
+            cursor.execute(RELEASE_SUCCESSORS, [step_id, step_id])
             return cursor.rowcount
 
     @contextmanager
