@@ -10,10 +10,15 @@ the end-to-end figure):
   (``jobs.rollup.record`` replaced by nothing), alternated batch by batch, and the upsert
   alone;
 - a no-op try through the child's ``run`` with the try-log capture installed and without
-  it, alternated in blocks of 1,000, and a try that logs one line.
+  it, alternated in blocks of 1,000, and a try that logs one line;
+- a workflow step's completion (``store.complete_in_transaction``: its fenced completion,
+  the workflow's count, its result, the release of 1 or 100 successors) with tracing off,
+  the release statement copying the workflow's ``traceparent`` (the driver's, reading the
+  workflow's row) and copying a NULL constant instead (what it costs to carry the trace
+  context when there is none), alternated, each in a transaction rolled back.
 
 Uses the database in DATABASE_URL (default ``jp_observe_costs`` on the local PostgreSQL,
-created if missing) or the one given; wipes its job tables. Prints medians.
+created if missing) or the one given; wipes its job and workflow tables. Prints medians.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ def main() -> None:
     parser.add_argument("--database")
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--tries", type=int, default=20_000)
+    parser.add_argument("--completions", type=int, default=100)
     args = parser.parse_args()
     os.environ.setdefault("LOG_LEVEL", "WARNING")  # as the benchmarks run workers: no console lines
     project.open_database(args.database, "jp_observe_costs")
@@ -117,7 +123,66 @@ def main() -> None:
         f"a no-op try in the child's run: {statistics.median(without):.2f} µs without the capture, "
         f"{statistics.median(with_capture):.2f} µs with it; a try logging one line: {logging_one:.2f} µs"
     )
+    step_completions(args.completions)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def step_completions(runs: int) -> None:
+    """A step's completion releasing its successors, the release copying the workflow's
+    ``traceparent`` and a NULL constant, alternated (see the module's docstring)."""
+    import importlib
+
+    from django.db import connection, transaction
+
+    import jobs
+    from bench.lib import fill
+    from jobs import store
+
+    module = importlib.import_module(
+        f"jobs.drivers.{'mariadb' if connection.vendor == 'mysql' else 'postgres'}"
+    )
+    copying = module.RELEASE_SUCCESSORS
+    statements = {"copied": copying, "NULL": copying.replace(module.SUCCESSORS_TRACEPARENT, "NULL")}
+    assert statements["NULL"] != copying
+    for width in (1, 100):
+        fill.wipe(
+            ["jobs_workflow_edge", "jobs_workflow_step", "jobs_workflow", "jobs_job", "testjobs_execution"]
+        )
+        workflow = jobs.start(
+            jobs.chain(
+                jobs.step("test.step", {"value": -1}, name="head"),
+                jobs.group([jobs.step("test.step", {"value": n}, name=f"s{n}") for n in range(width)]),
+            )
+        )
+        head = jobs.workflow_steps(workflow)[0]
+        assert head.job_id is not None
+        claimed = store.claim_job("bench", head.job_id)
+        assert claimed is not None
+        fill.analyze(["jobs_workflow_step", "jobs_workflow_edge", "jobs_job", "jobs_workflow"])
+        timings: dict[str, list[float]] = {name: [] for name in statements}
+        for number in range(2 * runs):
+            name = list(statements)[number % 2]
+            module.RELEASE_SUCCESSORS = statements[name]
+            try:
+                with transaction.atomic():
+                    started = time.perf_counter()
+                    store.complete_in_transaction(
+                        "bench", claimed.id, claimed.attempt, step=head.id, result=None
+                    )
+                    timings[name].append((time.perf_counter() - started) * 1000)
+                    raise _RolledBack  # the same state for the next run
+            except _RolledBack:
+                pass
+        module.RELEASE_SUCCESSORS = copying
+        copied, null = (statistics.median(timings[name]) for name in ("copied", "NULL"))
+        print(
+            f"a step's completion releasing {width}, tracing off (median of {runs}): {copied:.2f} ms "
+            f"copying the workflow's traceparent, {null:.2f} ms copying a NULL ({copied / null:.3f})"
+        )
 
 
 if __name__ == "__main__":

@@ -235,9 +235,8 @@ INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
 
 # A released step's job: the step's own values (checked when the workflow started), queued,
 # due after its delay (due later, until a worker promotes it, when it has one), linked to its
-# step, with its workflow's trace context (``jobs.tracing``; NULL when none): ``{traceparent}``
-# reads it by the workflow's primary key, once a statement where the statement's steps are of
-# one workflow (the rows hold no copy of it). IGNORE makes a second job of a step (the unique
+# step, with its workflow's trace context (``jobs.tracing``; NULL when none, see below). IGNORE
+# makes a second job of a step (the unique
 # index ``jobs_step_job``) or one whose dedupe key an active job holds (``jobs_dedupe_active``)
 # a skipped row; that step waits for the key (``jobs.workflow.progress.release_blocked``).
 # Under READ COMMITTED the SELECT reads the steps and the workflow without locking them; the
@@ -254,6 +253,14 @@ SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
  WHERE {condition}
  ORDER BY s.id
 """
+# The trace context a released step's job carries, its workflow's: read by the workflow's
+# primary key, once a statement where the statement's steps are of one workflow (its start, a
+# step's successors), per step where they may not be (the steps' rows hold no copy).
+WORKFLOW_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = %(workflow)s)"
+SUCCESSORS_TRACEPARENT = """(SELECT f.traceparent FROM jobs_workflow AS f
+         JOIN jobs_workflow_step AS u ON u.workflow_id = f.id WHERE u.id = %(step)s)"""
+STEPS_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = s.workflow_id)"
+
 # A workflow's steps (as it starts, or steps a running one adds): one multi-row INSERT
 # (mysqlclient folds executemany into one statement per packet; the values are
 # placeholders), then their ids read back by their positions, the workflow's newest, from
@@ -271,15 +278,14 @@ INSERT_EDGES = "INSERT INTO jobs_workflow_edge (upstream_id, downstream_id) VALU
 
 # A starting workflow's first steps (inserted as released), through the index
 # ``jobs_workflow_step_graph``, which leads with the workflow.
-# The workflow's id is given twice: for its trace context, then for its steps.
 RELEASE_WORKFLOW = _STEP_JOB.format(
-    traceparent="(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = %s)",
+    traceparent=WORKFLOW_TRACEPARENT,
     join="",
-    condition="s.workflow_id = %s AND s.status = 'released'",
+    condition="s.workflow_id = %(workflow)s AND s.status = 'released'",
 )
 # Released steps whose job waited for its dedupe key, by primary key.
 RELEASE_STEPS = _STEP_JOB.format(
-    traceparent="(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = s.workflow_id)",
+    traceparent=STEPS_TRACEPARENT,
     join="",
     condition="s.id IN ({ids}) AND s.status = 'released'",
 )
@@ -289,18 +295,16 @@ RELEASE_STEPS = _STEP_JOB.format(
 # them) and releases those that wait for nothing more: MariaDB assigns from left to right,
 # so the status comes first, reading the count as it was. It locks those steps (by primary
 # key) until the step's transaction commits; the caller holds the workflow's row. The
-# second adds the jobs of the steps it released (the step's id given twice: for its
-# workflow's trace context, then for its edges).
+# second adds the jobs of the steps it released.
 COUNT_DOWN_SUCCESSORS = """
 UPDATE jobs_workflow_step
    SET status = IF(pending = 1 AND status = 'waiting', 'released', status), pending = pending - 1
  WHERE id IN (SELECT downstream_id FROM jobs_workflow_edge WHERE upstream_id = %s)
 """
 RELEASE_SUCCESSORS = _STEP_JOB.format(
-    traceparent="""(SELECT f.traceparent FROM jobs_workflow AS f
-         JOIN jobs_workflow_step AS u ON u.workflow_id = f.id WHERE u.id = %s)""",
+    traceparent=SUCCESSORS_TRACEPARENT,
     join="JOIN jobs_workflow_edge AS e ON e.downstream_id = s.id",
-    condition="e.upstream_id = %s AND s.status = 'released' AND s.pending = 0",
+    condition="e.upstream_id = %(step)s AND s.status = 'released' AND s.pending = 0",
 )
 
 # --- timers ---
@@ -465,7 +469,7 @@ VALUES {values}
 
     def release_workflow(self, workflow_id: int) -> int:
         with self.cursor() as cursor:
-            cursor.execute(RELEASE_WORKFLOW, [workflow_id, workflow_id])
+            cursor.execute(RELEASE_WORKFLOW, {"workflow": workflow_id})
             return cursor.rowcount
 
     def release_steps(self, step_ids: Sequence[int]) -> int:
@@ -478,7 +482,7 @@ VALUES {values}
     def release_successors(self, step_id: int) -> int:
         with self.cursor() as cursor:
             cursor.execute(COUNT_DOWN_SUCCESSORS, [step_id])
-            cursor.execute(RELEASE_SUCCESSORS, [step_id, step_id])
+            cursor.execute(RELEASE_SUCCESSORS, {"step": step_id})
             return cursor.rowcount
 
     @contextmanager

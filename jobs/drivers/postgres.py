@@ -162,9 +162,8 @@ SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.de
 
 # A released step's job: the step's own values (checked when the workflow started), queued,
 # due after its delay (due later, until a worker promotes it, when it has one), linked to its
-# step, with its workflow's trace context (``jobs.tracing``; NULL when none): ``{traceparent}``
-# reads it by the workflow's primary key, once a statement where the statement's steps are of
-# one workflow (the rows hold no copy of it). The unique index ``jobs_step_job`` makes a second
+# step, with its workflow's trace context (``jobs.tracing``; NULL when none, see below). The
+# unique index ``jobs_step_job`` makes a second
 # job of a step a no-op, and ``jobs_dedupe_active`` one whose dedupe key an active job holds
 # (that step waits for the key: ``jobs.workflow.progress.release_blocked``). Like any
 # enqueue, the trigger below wakes the workers of the queues that got due jobs.
@@ -181,6 +180,14 @@ SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
  ORDER BY s.id
     ON CONFLICT DO NOTHING
 """
+
+# The trace context a released step's job carries, its workflow's: read by the workflow's
+# primary key, once a statement where the statement's steps are of one workflow (its start, a
+# step's successors), per step where they may not be (the steps' rows hold no copy).
+WORKFLOW_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = %(workflow)s)"
+SUCCESSORS_TRACEPARENT = """(SELECT f.traceparent FROM jobs_workflow AS f
+         WHERE f.id = (SELECT u.workflow_id FROM jobs_workflow_step AS u WHERE u.id = %(step)s))"""
+STEPS_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = s.workflow_id)"
 
 # A workflow's steps (as it starts, or steps a running one adds): one INSERT of the arrays,
 # whatever their number, returning each new row's id with its position. Locks only the
@@ -211,7 +218,7 @@ SELECT * FROM unnest(%(upstream)s::bigint[], %(downstream)s::bigint[])
 # index ``jobs_workflow_step_graph``, which leads with the workflow. Locks only the new rows.
 RELEASE_WORKFLOW = _STEP_JOB.format(
     counted="",
-    traceparent="(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = %(workflow)s)",
+    traceparent=WORKFLOW_TRACEPARENT,
     source="jobs_workflow_step",
     condition="s.workflow_id = %(workflow)s AND s.status = 'released'",
 )
@@ -219,7 +226,7 @@ RELEASE_WORKFLOW = _STEP_JOB.format(
 # Released steps whose job waited for its dedupe key, by primary key.
 RELEASE_STEPS = _STEP_JOB.format(
     counted="",
-    traceparent="(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = s.workflow_id)",
+    traceparent=STEPS_TRACEPARENT,
     source="jobs_workflow_step",
     condition="s.id = ANY(%(ids)s::bigint[]) AND s.status = 'released'",
 )
@@ -239,8 +246,7 @@ WITH counted AS (
            pending = w.pending - 1
      WHERE w.id IN (SELECT e.downstream_id FROM jobs_workflow_edge AS e WHERE e.upstream_id = %(step)s)
     RETURNING w.*)""",
-    traceparent="""(SELECT f.traceparent FROM jobs_workflow AS f
-         WHERE f.id = (SELECT u.workflow_id FROM jobs_workflow_step AS u WHERE u.id = %(step)s))""",
+    traceparent=SUCCESSORS_TRACEPARENT,
     source="counted",
     condition="s.status = 'released' AND s.pending = 0",
 )
