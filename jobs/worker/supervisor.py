@@ -28,6 +28,7 @@ from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
+from jobs.worker import forkserver
 from jobs.worker.endings import Endings
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
@@ -75,6 +76,7 @@ class Supervisor:
     # --- lifecycle ------------------------------------------------------------------------
 
     def run(self) -> int:
+        forkserver.start()  # first: before any connection, signal handler or session setting
         if jobs_settings.WORKER_ASYNC_COMMIT:
             commit_asynchronously()
         wakeup = self._install_signals()
@@ -172,6 +174,7 @@ class Supervisor:
             else:
                 self._periodic(now)
                 self._fill_and_dispatch()
+                self._book_timers(now)
                 if self.options.burst and self._drained():
                     return
             if self._busy():
@@ -192,7 +195,11 @@ class Supervisor:
         if self._busy() or any(lane.buffer or lane.maybe_work for lane in self.lanes):
             return False
         if self.results:
-            return False
+            # Write them now rather than at the next turn: that turn would wait for the
+            # next poll, as nothing else is left to wake it.
+            self.results.flush()
+            if self.results:
+                return False  # the database is away: they wait for it
         if not self.burst_rechecked:
             # One more look: a job may have become due while the last ones ran.
             self.burst_rechecked = True
@@ -271,6 +278,10 @@ class Supervisor:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):
             self._connect_listener()
+
+    def _book_timers(self, now: float) -> None:
+        """Book the timers' due slots. After the turn's claims: at start-up the first look
+        also installs the declared timers, which need not hold up the first jobs."""
         if self.schedules.due(now) and self.db.available(now):
             enqueued = self.db.call(self.schedules.tick)
             for lane in self.lanes if enqueued else ():
