@@ -26,6 +26,7 @@ import signal
 import socket
 import sys
 from multiprocessing import connection, forkserver, resource_tracker, util
+from typing import Any
 
 from django.db import connections
 
@@ -38,7 +39,7 @@ KNOWN_VERSIONS = ((3, 12), (3, 13))
 def start() -> bool:
     """Fork this process into the children's forkserver, unless one runs already; True
     when it did. Call it before any database connection or thread exists."""
-    server = forkserver._forkserver
+    server: Any = forkserver._forkserver  # private fields, typed nowhere
     if sys.version_info[:2] not in KNOWN_VERSIONS or not hasattr(server, "_forkserver_alive_fd"):
         return False
     with server._lock:
@@ -49,7 +50,7 @@ def start() -> bool:
         connections.close_all()
         resource_tracker.ensure_running()  # before the fork: children share the tracker
         with socket.socket(socket.AF_UNIX) as listener:
-            address = connection.arbitrary_address("AF_UNIX")
+            address = connection.arbitrary_address("AF_UNIX")  # type: ignore[attr-defined]
             listener.bind(address)
             if not util.is_abstract_socket_namespace(address):
                 os.chmod(address, 0o600)

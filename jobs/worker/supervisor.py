@@ -53,7 +53,15 @@ class Supervisor:
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.name = options.name
-        self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
+        self.lanes = [
+            Lane(
+                queues=list(queues),
+                slots=slots,
+                borrow_limit=jobs_settings.SHARE_BORROW_LIMIT,
+                timeout_of=self._timeout,
+            )
+            for queues, slots in options.lanes
+        ]
         self.listener = Listener()
         self.listener_fd: int | None = None  # as registered with the selector
         # What is ready on each registered file: the callback that handles it.
