@@ -213,11 +213,11 @@ class Lane:
             return (self.queues, want) if self.pending else ([], 0)
         running = self.running()
         buffered = Counter(job.queue for job in self.buffer)
-        ready = min(max_prefetch, share * size) if size > 1 else 0
-        room = {
-            queue: (self._limit(queue, share) - running[queue]) * size + ready - buffered[queue]
-            for queue in self.queues
-        }
+        room = {}
+        for queue in self.queues:
+            limit = self._limit(queue, share)
+            ready = min(max_prefetch, limit * size) if size > 1 else 0
+            room[queue] = (limit - running[queue]) * size + ready - buffered[queue]
         open_queues = [queue for queue in self.queues if queue in self.pending and room[queue] > 0]
         if not open_queues:
             return [], 0
