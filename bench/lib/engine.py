@@ -163,9 +163,8 @@ def drained(first: int, last: int) -> bool:
 
 
 #: A drain's workers give the queue its own lane with both slots. A plain ``runworker``
-#: serves every queue and keeps one of its two slots for the queues other than the busiest
-#: (its fair share), which a drain of one queue would leave idle: ``shared=True`` measures
-#: that.
+#: serves every queue with a fair share, whose reserved slot short jobs borrow while no
+#: other queue has work: ``shared=True`` measures that.
 DRAIN_LANE = ("--queue", "default:2")
 
 
@@ -186,6 +185,7 @@ def drain(
     through_tasks: bool = False,
     *,
     shared: bool = False,
+    payload: dict | None = None,
 ) -> float:
     """Jobs/s from the commit of ``count`` queued jobs of ``type_name`` until none of them is
     left.
@@ -196,7 +196,7 @@ def drain(
     ``through_tasks``: no-op django.tasks tasks on our backend instead of jobs of
     ``type_name`` (enqueued one by one in the transaction, the only way django.tasks has).
     ``shared``: plain ``runworker`` processes (every queue, fair share) instead of
-    ``DRAIN_LANE``.
+    ``DRAIN_LANE``. ``payload``: each job's (default none).
     """
     reset()
     if any(backlog):
@@ -208,7 +208,7 @@ def drain(
             if through_tasks:
                 enqueue_tasks(count)
             else:
-                jobs.enqueue_many(type_name, ({} for _ in range(count)))
+                jobs.enqueue_many(type_name, (dict(payload or {}) for _ in range(count)))
             last = scalar("SELECT max(id) FROM jobs_job")
             start = time.perf_counter()
         wait_until(lambda: drained(first, last), 600, "the queue to drain", interval=0.005)

@@ -14,8 +14,9 @@ starts in milliseconds.
 It fills in the forkserver's private fields (``multiprocessing.forkserver._forkserver``) as
 its own ``ensure_running`` does, on the Python versions whose layout it knows (3.12,
 3.13); elsewhere, or if anything is not as expected, ``multiprocessing`` starts its forkserver
-as usual on the first child, with the same preload. Should the forkserver die, that is
-also how it comes back.
+as usual on the first child, with the same preload; so it does when a thread is running
+already (one the settings started could hold a lock at the fork, locked for good in every
+child). Should the forkserver die, that is also how it comes back.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from multiprocessing import connection, forkserver, resource_tracker, util
 from typing import Any
 
@@ -41,6 +43,11 @@ def start() -> bool:
     when it did. Call it before any database connection or thread exists."""
     server: Any = forkserver._forkserver  # private fields, typed nowhere
     if sys.version_info[:2] not in KNOWN_VERSIONS or not hasattr(server, "_forkserver_alive_fd"):
+        return False
+    if threading.active_count() > 1:
+        # A thread the settings started (an error reporter's, say) may hold a lock at the
+        # fork, which would stay locked in every child: the spawned forkserver has none.
+        logger.debug("Threads are running: the children's forkserver starts as a new interpreter.")
         return False
     with server._lock:
         if server._forkserver_pid is not None:

@@ -130,6 +130,20 @@ def test_fair_share__short_jobs_of_one_queue_borrow_the_reserved_slot_until_anot
     wait_status(held, Status.SUCCEEDED, timeout=30)
 
 
+def test_children__hold_no_socket_of_the_supervisors_first_or_replaced(start_worker, tmp_path):
+    """The children's forkserver is forked from the supervisor before it connects: neither
+    the first children nor one that replaces a dead child (forked while the supervisor's
+    connections are open) starts with a TCP socket."""
+    start_worker("--concurrency", "1", "--name", "sockets")
+    first = tmp_path / "first"
+    wait_status(store.enqueue("test.sockets", {"path": str(first)}).pk, Status.SUCCEEDED, timeout=60)
+    crashed = store.enqueue("test.exit", {"code": 3}).pk  # twice: two children die
+    wait_status(crashed, Status.FAILED, timeout=30)
+    replaced = tmp_path / "replaced"
+    wait_status(store.enqueue("test.sockets", {"path": str(replaced)}).pk, Status.SUCCEEDED, timeout=60)
+    assert (first.read_text(), replaced.read_text()) == ("0", "0")
+
+
 def test_burst__drains_what_is_due_logs_each_job_and_exits(start_worker):
     due = [store.enqueue("test.record", {}).pk for _ in range(5)]
     due.append(store.enqueue("test.ai", {}).pk)
