@@ -27,7 +27,7 @@ if not os.environ.get("VAR_DIR") or os.environ.get("TEST_VAR_DIR_OF", _PROCESS) 
     atexit.register(shutil.rmtree, os.environ["VAR_DIR"], True)
 
 from config.settings import *  # noqa: E402,F403
-from config.settings import DATABASES, INSTALLED_APPS, TASKS  # noqa: E402
+from config.settings import DATABASES, INSTALLED_APPS, Q_CLUSTER, TASKS  # noqa: E402
 
 # The tests' git servers and provider stand-ins listen on this machine over plain HTTP, and
 # their repositories live in temporary folders: allowed here, by name, as an operator would.
@@ -38,6 +38,9 @@ PROVIDER_ALLOWED_NETWORKS = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_n
 REPOSITORY_LOCAL_ROOTS = [Path(tempfile.gettempdir()).resolve()]
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobs_app"]
+# django-q2's guard loop calls its scheduler once 30 s of guard cycles have passed: a
+# qcluster started by a test with a cycle of 30 s schedules on its first turn.
+Q_CLUSTER = {**Q_CLUSTER, "guard_cycle": float(os.environ.get("TEST_Q_GUARD_CYCLE", "0.5"))}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tasks (tests/tasks_backend/) on the default queue, on the pipeline's mail queue and on one
 # that no job type uses, retried at once; one task with a budget and a timeout of its own.

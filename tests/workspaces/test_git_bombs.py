@@ -6,31 +6,18 @@ The repositories are real (built with ``git mktree``) and small; the limits are 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 import jobs
-from tests.support.git_repos import Origin, ref_flood, tree_bomb
+from tests.support.git_repos import ref_flood, tree_bomb
 from workspaces.errors import RepositoryTooLarge
 from workspaces.models import Repository
 from workspaces.services import ingest
 
 from .factories import RepositoryFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # every test runs git
-
-
-@pytest.fixture(autouse=True)
-def repositories_root(settings, tmp_path) -> Path:
-    settings.REPOSITORIES_ROOT = tmp_path / "checkouts"
-    settings.GIT_TIMEOUT = 120
-    return settings.REPOSITORIES_ROOT
-
-
-@pytest.fixture
-def origin(tmp_path) -> Origin:
-    return Origin(tmp_path / "origin")
+pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.usefixtures("repositories_root")]  # git
 
 
 def _refused(url: str) -> tuple[Repository, RepositoryTooLarge]:

@@ -22,19 +22,7 @@ from workspaces.services import ingest
 
 from .factories import RepositoryFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # every test runs git
-
-
-@pytest.fixture(autouse=True)
-def repositories_root(settings, tmp_path) -> Path:
-    settings.REPOSITORIES_ROOT = tmp_path / "checkouts"
-    settings.GIT_TIMEOUT = 60
-    return settings.REPOSITORIES_ROOT
-
-
-@pytest.fixture
-def origin(tmp_path) -> Origin:
-    return Origin(tmp_path / "origin")
+pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.usefixtures("repositories_root")]  # git
 
 
 def _ingest(url: str, **fields) -> Repository:

@@ -28,17 +28,10 @@ from workspaces.services import ingest
 
 from .factories import RepositoryFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # every test runs git
+pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.usefixtures("repositories_root")]  # git
 
 SECRET = "ada:s3cret-token"
 BASIC = "Basic " + base64.b64encode(SECRET.encode()).decode()
-
-
-@pytest.fixture(autouse=True)
-def repositories_root(settings, tmp_path) -> Path:
-    settings.REPOSITORIES_ROOT = tmp_path / "checkouts"
-    settings.GIT_TIMEOUT = 60
-    return settings.REPOSITORIES_ROOT
 
 
 @pytest.fixture
