@@ -168,13 +168,25 @@ def drained(first: int, last: int) -> bool:
 DRAIN_LANE = ("--queue", "default:2")
 
 
-def enqueue_tasks(count: int) -> None:
+def enqueue_tasks(count: int) -> str:
     """``count`` no-op tasks through django.tasks (``Task.enqueue``, one at a time: the API
-    has no bulk call), as bench/peers/django_tasks_db_bench.py enqueues them."""
+    has no bulk call), as bench/peers/django_tasks_db_bench.py enqueues them; their rows'
+    job type."""
     from bench.peers.task_functions import noop
 
-    for _ in range(count):
+    first = noop.enqueue()
+    for _ in range(count - 1):
         noop.enqueue()
+    return scalar("SELECT type FROM jobs_job WHERE id = %s", [int(first.id)])
+
+
+def succeeded(first: int, last: int, type_name: str) -> int:
+    """Jobs of ``type_name`` among ids ``first``..``last`` that succeeded: a plain runworker
+    also runs the timers' jobs it books, whose ids may fall in the range."""
+    return scalar(
+        "SELECT count(*) FROM jobs_job WHERE status = 'succeeded' AND id BETWEEN %s AND %s AND type = %s",
+        [first, last, type_name],
+    )
 
 
 def drain(
@@ -206,7 +218,7 @@ def drain(
         first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
         with transaction.atomic():
             if through_tasks:
-                enqueue_tasks(count)
+                type_name = enqueue_tasks(count)
             else:
                 jobs.enqueue_many(type_name, (dict(payload or {}) for _ in range(count)))
             last = scalar("SELECT max(id) FROM jobs_job")
@@ -215,10 +227,7 @@ def drain(
         elapsed = time.perf_counter() - start
     finally:
         pool.stop()
-    # Of the drained range only: a plain runworker also runs the timers' jobs it books.
-    done = scalar(
-        "SELECT count(*) FROM jobs_job WHERE status = 'succeeded' AND id BETWEEN %s AND %s", [first, last]
-    )
+    done = succeeded(first, last, type_name)
     if done != count:
         raise SystemExit(f"Drain lost jobs: {done} of {count} succeeded.")
     return count / elapsed
@@ -242,16 +251,15 @@ def cold_drain(count: int, workers: int, through_tasks: bool = False) -> float:
 
     reset()
     first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
+    type_name = NOOP
     with transaction.atomic():
         if through_tasks:
-            enqueue_tasks(count)
+            type_name = enqueue_tasks(count)
         else:
             jobs.enqueue_many(NOOP, ({} for _ in range(count)))
     last = scalar("SELECT max(id) FROM jobs_job")
     figure = time_cold_drain(lambda: launch(workers), lambda: 0 if drained(first, last) else 1, count)
-    done = scalar(
-        "SELECT count(*) FROM jobs_job WHERE status = 'succeeded' AND id BETWEEN %s AND %s", [first, last]
-    )
+    done = succeeded(first, last, type_name)
     if done != count:
         raise SystemExit(f"Drain including start-up lost jobs: {done} of {count} succeeded.")
     return figure
