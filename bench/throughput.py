@@ -7,6 +7,7 @@
     .venv/bin/python -m bench.throughput --only atomic   # atomic jobs beside plain ones
     .venv/bin/python -m bench.throughput --only kill     # writes applied twice under kill -9
     .venv/bin/python -m bench.throughput --scale         # + drain with 1M finished, 100k queued
+    .venv/bin/python -m bench.throughput --only due-later # drain beside 1M jobs due later, alternated
     .venv/bin/python -m bench.throughput --memory        # + 100,000 jobs through one worker
 
 Every figure is the median of --runs runs (default 3) with min–max. Workers run with
@@ -27,7 +28,8 @@ from bench.lib import project
 from bench.lib.stats import percentile, summary
 
 PARTS = [
-    "enqueue", "bulk", "drain", "share", "startup", "atomic", "kill", "latency", "idle", "fairness", "recovery", "plan",
+    "enqueue", "bulk", "drain", "share", "startup", "atomic", "kill", "latency", "idle", "fairness", "recovery",
+    "plan", "due-later",
 ]  # fmt: skip
 DEFAULT_PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery"]
 # On MariaDB (--database mysql://…): the drain, wake-up and enqueue figures, and the claim's plan.
@@ -154,6 +156,22 @@ def main() -> None:
         print("drain, empty table:   " + summary(empty, "jobs/s"))
         print("drain, 1M + 100k:     " + summary(big, "jobs/s"))
         print(f"ratio: {statistics.median(big) / statistics.median(empty):.2f}")
+    if "due-later" in wanted:
+        # 1,000,000 jobs due tomorrow at priority high, ahead of the drained (normal) jobs in
+        # claim order: every claim that reads queued jobs in that order meets them first.
+        # Runs alternate with the empty table, so both see the same machine.
+        engine.reset()
+        fill.history(0, 1_000_000, queued_priority=-50)
+        print("claim plan with 1M jobs due later (high priority):\n" + engine.claim_plan())
+        empty, waiting = [], []
+        for _ in range(args.runs):
+            empty.append(engine.drain(args.jobs, args.workers))
+            waiting.append(
+                engine.drain(args.jobs, args.workers, backlog=(0, 1_000_000), waiting_priority=-50)
+            )
+        print("drain, empty table:        " + summary(empty, "jobs/s"))
+        print("drain, 1M due later:       " + summary(waiting, "jobs/s"))
+        print(f"ratio: {statistics.median(waiting) / statistics.median(empty):.2f}")
     if args.memory:
         early, late = engine.memory(100_000)
         print(

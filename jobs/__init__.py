@@ -1,54 +1,10 @@
-"""A PostgreSQL-backed background-job engine. This module is its public API: domain apps
-import ``jobs`` and nothing below it.
+"""The engine's public API: what a project (and this repository's domain apps) imports as
+``jobs``, and nothing below it. Declaring, enqueuing, asking about and steering jobs, the
+timers, and the admin hooks for a project's own pages.
 
-Declaring (in an app's ``tasks`` module, discovered at start-up):
-
-    @jobs.job("email.process", queue="mail", attempts=3, dedupe="email:{email_id}")
-    def process_email(ctx: jobs.JobContext, *, email_id: int) -> None: ...
-
-    # The handler's database writes commit with the job's completion: exactly once.
-    @jobs.job("invoice.book", queue="billing", atomic=True)
-    def book_invoice(ctx: jobs.JobContext, *, invoice_id: int) -> None: ...
-
-    @jobs.periodic("sweep", every=300)
-    def sweep_emails() -> str: ...
-
-    @jobs.periodic("report", cron="0 7 * * 1-5", timezone="Europe/Berlin", catch_up="skip")
-    def send_report() -> str: ...
-
-    class Command(jobs.TimerCommand):     # manage.py sweep runs the "sweep" timer's slot
-        timer = "sweep"
-
-    jobs.next_slots("report", count=3)    # what cron and the time zone make of it
-
-Enqueuing (the dedupe key comes from the payload, by the type's template):
-
-    jobs.enqueue("email.process", {"email_id": 7})
-    jobs.enqueue_many("email.process", [{"email_id": i} for i in ids])
-
-Steering a running job from its handler: ``raise jobs.PermanentError(...)`` fails it at
-once; ``raise jobs.RetryLater(reason, at=...)`` (or ``delay=``) puts it back in the queue
-for that time without using an attempt (a rate limit, a host asking to wait).
-
-Asking about the jobs of a key (the type's key fields, never the key itself):
-
-    jobs.active_job("email.process", email_id=7)          # queued or running, or None
-    jobs.latest_job("email.process", email_id=7)          # any status, or None
-    jobs.jobs_for("email.process", email_id=7)            # every one, newest first
-    Email.objects.filter(~jobs.has_active_job("email.process", email_id=OuterRef("pk")))
-    jobs.cancel_if_queued("email.process", email_id=7)    # a running one is left alone
-    jobs.jobs_about(repository_id=7)     # of every type keyed by repository_id, newest first
-
-A domain's admin shows a record's jobs and links jobs back to its records:
-
-    jobs.register_payload_link("email_id", "pipeline.emailmessage", label="email")
-
-    class RepositoryAdmin(jobs.RecordJobsMixin, admin.ModelAdmin):
-        jobs_subject = "repository_id"          # "Recent jobs" panel, "last job" column
-        job_buttons = (jobs.JobButton("reindex", "Re-index", request_ingest),)
-
-Django's own task API runs on the engine too, without any of this: ``@task`` functions
-with ``TASKS = {"default": {"BACKEND": "jobs.backends.JobsBackend"}}`` (``jobs.backends``).
+The guide is the documentation site: docs/jobs.md (declaring and enqueuing), docs/api.md
+(every name exported here), docs/timers.md, docs/workflows.md, docs/admin.md,
+docs/testing.md.
 
 Django imports this package before any model can load, so what needs the models (the
 ``Job`` model, ``@job``, which registers into the model-backed registry) is imported on
@@ -82,9 +38,13 @@ if TYPE_CHECKING:
 
     from jobs.admin.record_page import JobButton, RecordJobsMixin
     from jobs.declare import JobFunction, job
-    from jobs.models import Job, TimerSlot
+    from jobs.models import Job, TimerSlot, Workflow
+    from jobs.workflow.flow import Chain, Flow, Group, Step
+    from jobs.workflow.progress import StepState
 
 __all__ = [
+    "Chain",
+    "Group",
     "InvalidJobOption",
     "InvalidPayload",
     "InvalidTransition",
@@ -97,16 +57,21 @@ __all__ = [
     "RecordJobsMixin",
     "RetryLater",
     "RetryableError",
+    "Step",
     "TimerCommand",
     "UnknownJobType",
+    "Workflow",
     "active_job",
     "admin_list_url",
     "admin_url",
     "cancel",
     "cancel_if_queued",
+    "cancel_workflow",
+    "chain",
     "dismiss",
     "enqueue",
     "enqueue_many",
+    "group",
     "has_active_job",
     "job",
     "jobs_about",
@@ -119,14 +84,24 @@ __all__ = [
     "register_payload_link",
     "resume_timer",
     "retry",
+    "retry_workflow",
     "run_burst_worker",
     "run_timer_now",
+    "start",
+    "step",
     "timer_slots",
+    "workflow_steps",
+    "workflow_url",
+    "workflows_for",
 ]
 
 # Names that need the app registry, and the module that defines each.
 _LOADED_ON_USE = {
     "Job": "jobs.models",
+    "Workflow": "jobs.models",
+    "Step": "jobs.workflow.flow",
+    "Chain": "jobs.workflow.flow",
+    "Group": "jobs.workflow.flow",
     "job": "jobs.declare",
     "JobFunction": "jobs.declare",
     "JobButton": "jobs.admin.record_page",
@@ -274,6 +249,112 @@ def dismiss(job: Job | int) -> Job:
     from jobs import store
 
     return store.dismiss(job)
+
+
+# --- workflows ------------------------------------------------------------------------------
+
+
+def step(
+    job_type: str | JobFunction | Any,
+    payload: dict[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    priority: str | None = None,
+    delay: float | None = None,
+    dedupe_key: str | None = None,
+    results_as: str | None = None,
+) -> Step:
+    """One step of a workflow: a job of ``job_type`` (a declared type's name, its ``@job``
+    declaration, or a django.tasks ``@task``) with ``payload``, enqueued when the steps it
+    waits for succeeded. Checked here, as ``enqueue`` checks a job.
+
+    ``name`` names it in its workflow (``ctx.upstream_results`` of the steps after it; by
+    default its type, with its dedupe key: ``repository.ingest[repository:7]``, numbered
+    where it repeats). ``delay`` seconds from its release to its run. ``results_as``: its
+    handler also gets the upstream results as this keyword argument."""
+    from jobs.workflow import flow
+
+    return flow.step(
+        job_type,
+        payload,
+        name=name,
+        priority=priority,
+        delay=delay,
+        dedupe_key=dedupe_key,
+        results_as=results_as,
+    )
+
+
+def chain(*parts: Flow) -> Chain:
+    """Steps (or chains, or groups) one after the other: each starts when the previous one
+    succeeded."""
+    from jobs.workflow import flow
+
+    return flow.chain(*parts)
+
+
+def group(members: Iterable[Flow], *, then: Flow | None = None) -> Group:
+    """Steps (or chains, or groups) in parallel; ``then`` starts once all succeeded."""
+    from jobs.workflow import flow
+
+    return flow.group(members, then=then)
+
+
+def start(flow: Flow, *, name: str | None = None, dedupe_key: str | None = None) -> Workflow:
+    """Start a workflow in the caller's transaction (commit makes it run, rollback drops
+    it): its steps and edges in a few bulk statements, and the jobs of its first steps.
+    ``name`` says what it is (its first step's type by default); with ``dedupe_key``, a
+    running workflow of that name and key is returned instead of starting a second."""
+    from jobs.workflow import progress
+
+    return progress.start(flow, name=name, dedupe_key=dedupe_key)
+
+
+def cancel_workflow(workflow: Workflow | int) -> Workflow:
+    """Cancel a running or failed workflow: its waiting steps and queued jobs are
+    cancelled; a running step is waited out. Any other status raises
+    ``InvalidTransition``."""
+    from jobs.workflow import progress
+
+    return progress.cancel(workflow)
+
+
+def retry_workflow(workflow: Workflow | int) -> Workflow:
+    """Queue the job of each failed step of a failed workflow again: it resumes where it
+    stopped. Any other status raises ``InvalidTransition``."""
+    from jobs.workflow import progress
+
+    return progress.retry(workflow)
+
+
+def workflows_for(name: str, *, dedupe_key: str | None = None) -> QuerySet[Workflow]:
+    """The kept workflows of ``name`` (and ``dedupe_key``, if given), newest first."""
+    from jobs.models import Workflow
+
+    rows = Workflow.objects.filter(name=name)
+    if dedupe_key is not None:
+        rows = rows.filter(dedupe_key=dedupe_key)
+    return rows.order_by("-id")
+
+
+def workflow_steps(workflow: Workflow | int) -> list[StepState]:
+    """A workflow's steps by column (``depth``: each right of the steps it waits for), then
+    number (``position``), each with its ``name``, ``type``, ``payload``, ``result``,
+    ``job_id`` and ``shown_status``: its job's status while it has one (queued, running,
+    retrying; blocked while its dedupe key is held), else its own (waiting, succeeded,
+    failed, cancelled)."""
+    from jobs.workflow import progress
+
+    return progress.steps_of(workflow if isinstance(workflow, int) else workflow.pk)
+
+
+def workflow_url(workflow: Workflow | int) -> str:
+    """The address of a workflow's page in the admin (a ``Workflow`` or its id)."""
+    from django.urls import reverse
+
+    return reverse(
+        "admin:platform_workflow_change", args=[workflow if isinstance(workflow, int) else workflow.pk]
+    )
 
 
 # --- timers ---------------------------------------------------------------------------------

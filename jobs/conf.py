@@ -172,6 +172,8 @@ class JobsSettings:
     # The longest a job that raised RetryLater waits before it runs again, whatever the
     # host asked for (a rate limit's reset, a Retry-After).
     MAX_RETRY_LATER_SECONDS: float = _setting(6 * 3600.0, at_least(1))
+    # The most steps a workflow holds, those added while it runs included (``jobs.workflow``).
+    WORKFLOW_MAX_STEPS: int = _setting(10_000, at_least(1))
     ADMIN_TEXT_CHARS: int = _setting(20_000, at_least(100))
     CLOUDWATCH_NAMESPACE: str = _setting("")
     METRICS_WINDOW: float = _setting(300.0, at_least(1))
@@ -185,7 +187,14 @@ class JobsSettings:
     SCHEDULE_GRACE: float = _setting(60.0, at_least(0))
     SCHEDULE_CATCH_UP_WINDOW: float = _setting(86400.0, at_least(0))
     SCHEDULE_CLOCK_OFFSET: float = _setting(0.0)
-    DJANGO_Q_SCHEDULER_ONLY: bool = _setting(True, old_name="DJANGO_Q_SCHEDULER_ONLY")
+    # Each try's log (jobs.try_log): the lowest level kept, and its bounds per try.
+    TRY_LOG_LEVEL: str = _setting("INFO", one_of("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    TRY_LOG_LINES: int = _setting(1000, at_least(2))
+    TRY_LOG_BYTES: int = _setting(64 * 1024, at_least(1024))
+    # How long the charts' rollup and the queue depth samples are kept (jobs.rollup).
+    ROLLUP_KEEP_DAYS: float = _setting(7.0, at_least(1))
+    # False: a project adding the engine keeps its own django-q2 task lists in the admin index.
+    DJANGO_Q_SCHEDULER_ONLY: bool = _setting(False, old_name="DJANGO_Q_SCHEDULER_ONLY")
     # Dotted names of functions django-q2 may run besides the timers (jobs.schedule_guard).
     DJANGO_Q_ALLOWED_FUNCTIONS: tuple[str, ...] = _setting((), kind=(list, tuple))
 

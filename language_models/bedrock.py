@@ -1,8 +1,11 @@
 """Amazon Bedrock's Converse API through boto3 (``MODEL_PROVIDER=bedrock``).
 
 Settings: ``BEDROCK_MODEL_ID``, ``BEDROCK_ENDPOINT_URL`` (empty: AWS's own), ``AWS_REGION``,
-``MODEL_TIMEOUT``; credentials come from boto3's usual chain (role, environment, profile).
-botocore does not retry here: the job engine retries, with its backoff.
+``MODEL_TIMEOUT`` (a total deadline for each call, however slowly Bedrock answers);
+credentials come from boto3's usual chain (role, environment, profile). The signed request
+goes out through the platform's bounded transport (``language_models.bedrock_http``): an
+answer larger than ``HTTP_MAX_RESPONSE_BYTES`` once decoded is an invalid answer, stopped as
+it streams. botocore does not retry here: the job engine retries, with its backoff.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+import httpx
 from django.conf import settings
 
+from language_models import bedrock_http
 from language_models.answers import Completion
 from language_models.errors import (
     InvalidAnswer,
@@ -23,6 +28,7 @@ from language_models.errors import (
     rate_limited,
 )
 from language_models.prompts import Prompt
+from language_models.transport import AnswerTooLarge
 
 PROVIDER = "bedrock"
 THROTTLED = {"ThrottlingException", "TooManyRequestsException"}
@@ -42,23 +48,31 @@ REJECTED = {
 
 
 @lru_cache(maxsize=4)
-def _client(endpoint_url: str, region: str, timeout: float) -> Any:
+def _client(endpoint_url: str, region: str, timeout: float, max_bytes: int) -> Any:
+    """A bedrock-runtime client: a total deadline of ``timeout`` seconds for each call, at
+    most ``max_bytes`` of answer once decoded, no retries."""
     import boto3
     from botocore.config import Config
 
     config = Config(
         connect_timeout=timeout,
         read_timeout=timeout,
-        retries={"max_attempts": 1, "mode": "standard"},  # the job engine retries, with backoff
+        retries={"total_max_attempts": 1, "mode": "standard"},  # one try: the job engine retries
     )
-    return boto3.client(
+    client = boto3.client(
         "bedrock-runtime", region_name=region, endpoint_url=endpoint_url or None, config=config
     )
+    return bedrock_http.bound(client, timeout, max_bytes)
 
 
 def bedrock_client() -> Any:
     """The bedrock-runtime client of the current settings (one per process and settings)."""
-    return _client(settings.BEDROCK_ENDPOINT_URL, settings.AWS_REGION, settings.MODEL_TIMEOUT)
+    return _client(
+        settings.BEDROCK_ENDPOINT_URL,
+        settings.AWS_REGION,
+        settings.MODEL_TIMEOUT,
+        settings.HTTP_MAX_RESPONSE_BYTES,
+    )
 
 
 def complete(prompt: Prompt, text: str, max_tokens: int) -> Completion:
@@ -78,9 +92,15 @@ def complete(prompt: Prompt, text: str, max_tokens: int) -> Completion:
             messages=[{"role": "user", "content": [{"text": text}]}],
             inferenceConfig={"maxTokens": max_tokens, "temperature": 0.0},
         )
-    except (ReadTimeoutError, ConnectTimeoutError) as exc:
+    except AnswerTooLarge as exc:
+        raise InvalidAnswer(
+            f"Bedrock answered with more than {exc.limit:,} bytes (HTTP_MAX_RESPONSE_BYTES)."
+        ) from exc
+    except httpx.DecodingError as exc:
+        raise InvalidAnswer(f"Bedrock answered with something that cannot be read: {exc}") from exc
+    except (httpx.TimeoutException, ReadTimeoutError, ConnectTimeoutError) as exc:
         raise ModelTimeout(f"The model call timed out after {settings.MODEL_TIMEOUT}s: {exc}.") from exc
-    except EndpointConnectionError as exc:
+    except (httpx.TransportError, EndpointConnectionError) as exc:
         raise ModelUnavailable(f"The model call failed: {exc}.") from exc
     except ClientError as exc:
         raise service_error(exc) from exc

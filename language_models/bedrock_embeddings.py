@@ -8,7 +8,9 @@ Two families of model, told apart by the model id (``EMBEDDING_MODEL``):
   texts a request, ``{"texts", "input_type", "truncate"}``; 1024 dimensions.
 
 The client is the chat provider's (``BEDROCK_ENDPOINT_URL``, ``AWS_REGION``, boto3's usual
-credentials), with ``EMBEDDING_TIMEOUT``; its errors are read as the chat provider reads them.
+credentials, the bounded transport), with ``EMBEDDING_TIMEOUT`` as each request's total
+deadline and ``EMBEDDING_MAX_ANSWER_BYTES`` as the largest answer, counted once decoded and
+stopped as it streams; its errors are read as the chat provider reads them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 from django.conf import settings
 
 from language_models import bedrock
@@ -26,6 +29,7 @@ from language_models.errors import (
     ModelTimeout,
     ModelUnavailable,
 )
+from language_models.transport import AnswerTooLarge
 
 PROVIDER = "bedrock"
 COHERE_BATCH = 96
@@ -36,8 +40,13 @@ def is_cohere(model_id: str) -> bool:
 
 
 def embedding_client() -> Any:
-    """The bedrock-runtime client of the current settings, with the embedding timeout."""
-    return bedrock._client(settings.BEDROCK_ENDPOINT_URL, settings.AWS_REGION, settings.EMBEDDING_TIMEOUT)
+    """The bedrock-runtime client of the current settings, with the embedding bounds."""
+    return bedrock._client(
+        settings.BEDROCK_ENDPOINT_URL,
+        settings.AWS_REGION,
+        settings.EMBEDDING_TIMEOUT,
+        settings.EMBEDDING_MAX_ANSWER_BYTES,
+    )
 
 
 def batch_limit() -> int:
@@ -75,9 +84,13 @@ def _invoke(model_id: str, body: dict[str, Any]) -> dict[str, Any]:
             modelId=model_id, body=json.dumps(body), contentType="application/json", accept="application/json"
         )
         raw = response["body"].read(settings.EMBEDDING_MAX_ANSWER_BYTES + 1)
-    except (ReadTimeoutError, ConnectTimeoutError) as exc:
+    except AnswerTooLarge as exc:
+        raise InvalidAnswer(too_large()) from exc
+    except httpx.DecodingError as exc:
+        raise InvalidAnswer(f"Bedrock's embedding answer cannot be read: {exc}") from exc
+    except (httpx.TimeoutException, ReadTimeoutError, ConnectTimeoutError) as exc:
         raise ModelTimeout(f"Bedrock did not embed within {settings.EMBEDDING_TIMEOUT:g}s: {exc}.") from exc
-    except EndpointConnectionError as exc:
+    except (httpx.TransportError, EndpointConnectionError) as exc:
         raise ModelUnavailable(f"Bedrock could not be reached for embeddings: {exc}.") from exc
     except ClientError as exc:
         error = bedrock.service_error(exc)
@@ -89,10 +102,8 @@ def _invoke(model_id: str, body: dict[str, Any]) -> dict[str, Any]:
         raise error from exc
     except BotoCoreError as exc:
         raise ModelCallError(f"The embedding call to Bedrock failed: {exc}.") from exc
-    if len(raw) > settings.EMBEDDING_MAX_ANSWER_BYTES:
-        raise InvalidAnswer(
-            f"Bedrock's embedding answer is larger than {settings.EMBEDDING_MAX_ANSWER_BYTES:,} bytes."
-        )
+    if len(raw) > settings.EMBEDDING_MAX_ANSWER_BYTES:  # a client that is not bounded (a stub)
+        raise InvalidAnswer(too_large())
     try:
         answer = json.loads(raw)
     except ValueError:
@@ -100,6 +111,13 @@ def _invoke(model_id: str, body: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(answer, dict):
         raise InvalidAnswer("Bedrock's embedding answer is not a JSON object.")
     return answer
+
+
+def too_large() -> str:
+    return (
+        f"Bedrock's embedding answer is larger than {settings.EMBEDDING_MAX_ANSWER_BYTES:,} bytes "
+        "(EMBEDDING_MAX_ANSWER_BYTES)."
+    )
 
 
 def _vectors(answer: dict[str, Any], key: str, expected: int) -> list[list[float]]:

@@ -1,5 +1,6 @@
 """The one httpx transport for every outside service the platform calls: the providers'
-APIs (``workspaces/providers/http.py``), OpenAI-compatible models and embeddings, Qdrant.
+APIs (``workspaces/providers/http.py``), OpenAI-compatible models and embeddings, Qdrant,
+Amazon Bedrock (its signed requests, from botocore: ``language_models/bedrock_http.py``).
 It gives each call a total deadline and bounds the answer's size after decoding.
 
 **A total deadline.** httpx's timeouts apply to each read: a server that drips a byte every

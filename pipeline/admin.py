@@ -7,6 +7,8 @@ shows its jobs' errors only to viewers of the jobs page."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -17,9 +19,9 @@ from django.utils.safestring import mark_safe
 
 import jobs
 from jobs import Job, JobButton, RecordJobsMixin, register_admin_link, register_payload_link
-from pipeline import switch
+from pipeline import job_types, switch
 from pipeline.index_admin import MeaningSearchMixin, similar_html, vector_record_html
-from pipeline.intake import PROCESS_JOB, reprocess
+from pipeline.intake import reprocess
 from pipeline.models import (
     Attachment,
     EmailMessage,
@@ -27,6 +29,7 @@ from pipeline.models import (
     ModelCallSwitch,
     PipelineRun,
     Status,
+    VectorRecord,
 )
 
 register_admin_link("mail-failed", "Failed jobs of the mail queue", status="failed", queue="mail")
@@ -64,7 +67,7 @@ class RunInline(ReadOnlyInline):
         (then only a Reprocess, or the sweeper, starts it again)."""
         if not run.is_open:
             return run.get_outcome_display()
-        job = jobs.latest_job(PROCESS_JOB, email_id=run.email_id)
+        job = jobs.latest_job(job_types.PROCESS_EMAIL, email_id=run.email_id)
         if job is not None and job.status == "failed":
             return format_html(
                 "open — its job {} failed for good after {}/{} tries: Reprocess starts it again",
@@ -203,6 +206,14 @@ class EmailMessageAdmin(MeaningSearchMixin, RecordJobsMixin, admin.ModelAdmin):
         fields = tuple(name for name in first[1]["fields"] if name != "needs_review")
         return [(first[0], {**first[1], "fields": fields}), *rest]
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[list, dict, set, list]:
+        """What deleting these emails deletes. Their attachments and index records go with
+        them: those pages offer no Delete of their own, which Django would otherwise read as
+        a missing permission and refuse the email's deletion (403) to everyone."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        own = {str(model._meta.verbose_name) for model in (Attachment, VectorRecord)}
+        return deleted, counts, perms_needed - own, protected
+
     # --- the list ---------------------------------------------------------------------------
 
     @admin.display(description="status", ordering="status")
@@ -340,7 +351,7 @@ class EmailMessageAdmin(MeaningSearchMixin, RecordJobsMixin, admin.ModelAdmin):
             job = reprocess(email)
             self.log_change(request, email, f"Reprocess: queued {job.type} job #{job.pk}")
             queued += 1
-        listing = jobs.admin_list_url(type=PROCESS_JOB, status="queued")
+        listing = jobs.admin_list_url(type=job_types.PROCESS_EMAIL, status="queued")
         self.message_user(
             request,
             format_html('Queued {} email(s) for processing: <a href="{}">their jobs</a>.', queued, listing),
@@ -445,7 +456,7 @@ class ModelCallSwitchAdmin(admin.ModelAdmin):
         updated = switch.set_model_calls(obj.enabled, request.user)
         obj.changed_by, obj.changed_at = updated.changed_by, updated.changed_at
         if updated.enabled and not was_on:
-            sweep = jobs.latest_job(switch.SWEEP_JOB)
+            sweep = jobs.latest_job(job_types.SWEEP_EMAILS)
             if sweep is not None:
                 self.message_user(
                     request,

@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 import jobs
-from pipeline import search, semantic
+from pipeline import job_types, search, semantic
 from pipeline.errors import IndexRefused, VectorIndexUnavailable
 from pipeline.models import EmailMessage, ErrorLogEntry, PipelineRun, VectorRecord
 
@@ -192,7 +192,7 @@ class EmailIndexAdmin(admin.ModelAdmin):
             return HttpResponseNotAllowed(["POST"])
         if not self.has_change_permission(request):
             raise PermissionDenied
-        job = jobs.enqueue(semantic.REBUILD_JOB, {"since": timezone.now().isoformat()})
+        job = jobs.enqueue(job_types.REBUILD_INDEX, {"since": timezone.now().isoformat()})
         self.message_user(
             request,
             format_html('Re-indexing every email: <a href="{}">job #{}</a>.', _job_url(job), job.pk),

@@ -11,11 +11,9 @@ from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
 
 import jobs
-from pipeline import blobs, parsing, storable
+from pipeline import blobs, job_types, parsing, storable
 from pipeline.errors import EmailTooLarge, UnreadableEmail
 from pipeline.models import EmailMessage
-
-PROCESS_JOB = "email.process"
 
 
 @dataclass(frozen=True)
@@ -78,7 +76,7 @@ def too_large_message(size: int) -> str:
 
 def enqueue_processing(email_id: int) -> jobs.Job:
     """Queue ``email.process`` for one email; an active job for it is reused, not doubled."""
-    return jobs.enqueue(PROCESS_JOB, {"email_id": email_id})
+    return jobs.enqueue(job_types.PROCESS_EMAIL, {"email_id": email_id})
 
 
 def reprocess(email: EmailMessage) -> jobs.Job:

@@ -22,10 +22,11 @@ times and is still stalled (that run is then closed as failed).
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.functions import Now
+
+# The full-text column, whose type depends on the database (pipeline.search holds all that does).
+from pipeline.search import PortableSearchVectorField
 
 
 class Status(models.TextChoices):
@@ -186,14 +187,6 @@ class Classification(models.Model):
 
     def __str__(self) -> str:
         return ", ".join(self.labels)
-
-
-class PortableSearchVectorField(SearchVectorField):
-    """A tsvector on PostgreSQL; elsewhere a text column that stays empty (MariaDB has no
-    tsvector type: it searches ``IndexRecord.text`` through a FULLTEXT index instead)."""
-
-    def db_type(self, connection: BaseDatabaseWrapper) -> str:
-        return "tsvector" if connection.vendor != "mysql" else "longtext"
 
 
 class IndexRecord(models.Model):

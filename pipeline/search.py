@@ -1,23 +1,38 @@
 """The search index: a PostgreSQL full-text index (tsvector under GIN); on MariaDB and
 MySQL a FULLTEXT index on the stored text (pipeline migration 0004); on SQLite (the
-embedded demo) a plain-text match on the stored text."""
+embedded demo) a plain-text match on the stored text.
+
+Everything of the pipeline that depends on the database it runs on is here, the column's
+type included; the models are imported when a function runs (they import this module)."""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
 from django.db import DatabaseError, connection, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import QuerySet, TextField, Value
 from django.db.models.expressions import RawSQL
 
 from pipeline.errors import IndexingError
-from pipeline.models import EmailMessage, IndexRecord
+
+if TYPE_CHECKING:
+    from pipeline.models import EmailMessage
 
 # Characters that are operators in a MariaDB boolean-mode full-text query.
 _FULLTEXT_OPERATORS = re.compile(r'[-+<>()~*"@]')
 MAX_INDEXED_CHARS = 200_000  # well under PostgreSQL's 1 MB tsvector limit
+
+
+class PortableSearchVectorField(SearchVectorField):
+    """A tsvector on PostgreSQL; elsewhere a text column that stays empty (MariaDB has no
+    tsvector type: it searches ``IndexRecord.text`` through a FULLTEXT index instead)."""
+
+    def db_type(self, connection: BaseDatabaseWrapper) -> str:
+        return "tsvector" if connection.vendor != "mysql" else "longtext"
 
 
 def index(email_id: int, text: str) -> None:
@@ -32,6 +47,8 @@ def _write(email_id: int, text: str) -> None:
     # One short transaction on the one index row, or part of the caller's (no savepoint:
     # an error rolls the caller's transaction back too, which is what the pipeline wants).
     # The tsvector is computed by PostgreSQL in the same INSERT.
+    from pipeline.models import IndexRecord
+
     vector = None
     if connection.vendor == "postgresql":
         vector = SearchVector(Value(text, output_field=TextField()), config=settings.SEARCH_CONFIG)
@@ -42,6 +59,8 @@ def _write(email_id: int, text: str) -> None:
 
 def search(query: str) -> QuerySet[EmailMessage]:
     """Emails whose indexed text matches ``query``."""
+    from pipeline.models import EmailMessage
+
     if connection.vendor == "postgresql":
         return EmailMessage.objects.filter(
             index_record__vector=SearchQuery(query, config=settings.SEARCH_CONFIG, search_type="websearch")

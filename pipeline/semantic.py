@@ -20,12 +20,10 @@ from django.utils import timezone
 import jobs
 from language_models import ModelError, ModelRateLimited, ModelRejected, embeddings
 from language_models.embeddings import EmbeddingModel
-from pipeline import chunking, vector_store
+from pipeline import chunking, job_types, vector_store
 from pipeline.errors import IndexRefused, VectorIndexUnavailable
 from pipeline.models import EmailMessage, Status, VectorRecord
 from pipeline.vector_store import Filters
-
-REBUILD_JOB = "index.rebuild"
 
 
 @dataclass(frozen=True)
@@ -148,7 +146,7 @@ def state() -> IndexState:
         emails_indexed=VectorRecord.objects.filter(collection=name).count(),
         emails_under_other_models=VectorRecord.objects.exclude(collection=name).count(),
         partially_indexed=EmailMessage.objects.filter(status=Status.PARTIALLY_INDEXED).order_by("-id"),
-        rebuild=jobs.latest_job(REBUILD_JOB),
+        rebuild=jobs.latest_job(job_types.REBUILD_INDEX),
     )
     try:
         found.points = vector_store.points(name)

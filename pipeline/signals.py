@@ -9,9 +9,10 @@ from typing import Any
 from django.conf import settings
 
 import jobs
+from pipeline import job_types
 from pipeline.models import EmailMessage
 
 
 def forget_deleted_email(sender: type[EmailMessage], instance: EmailMessage, **kwargs: Any) -> None:
     if settings.VECTOR_INDEX:
-        jobs.enqueue("index.forget", {"email_id": instance.pk})
+        jobs.enqueue(job_types.FORGET_EMAIL, {"email_id": instance.pk})

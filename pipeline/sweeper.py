@@ -20,8 +20,8 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 import jobs
-from pipeline import switch
-from pipeline.intake import PROCESS_JOB, enqueue_processing
+from pipeline import job_types, switch
+from pipeline.intake import enqueue_processing
 from pipeline.models import EmailMessage, PipelineRun, RunOutcome
 
 STALE_AFTER = timedelta(minutes=30)
@@ -46,7 +46,7 @@ class SweepResult:
 
 def _active_job(email_ref: str) -> Exists:
     """An ``email.process`` job of this email is queued (waiting, or backing off) or running."""
-    return jobs.has_active_job(PROCESS_JOB, email_id=OuterRef(email_ref))
+    return jobs.has_active_job(job_types.PROCESS_EMAIL, email_id=OuterRef(email_ref))
 
 
 def sweep(now: datetime | None = None) -> SweepResult:
@@ -112,11 +112,11 @@ def _readd_stalled(run_id: int, now: datetime) -> str:
 
 
 def _has_active_job(email_id: int) -> bool:
-    return jobs.active_job(PROCESS_JOB, email_id=email_id) is not None
+    return jobs.active_job(job_types.PROCESS_EMAIL, email_id=email_id) is not None
 
 
 def _take_off_queue(run: PipelineRun) -> None:
-    jobs.cancel_if_queued(PROCESS_JOB, email_id=run.email_id)
+    jobs.cancel_if_queued(job_types.PROCESS_EMAIL, email_id=run.email_id)
     PipelineRun.objects.filter(pk=run.pk).update(
         outcome=RunOutcome.FAILED, closed_at=Now(), updated_at=Now(), last_error=REVIEW_REASON
     )

@@ -9,9 +9,9 @@ from django.db import transaction
 from django.utils import timezone
 
 import jobs
+from pipeline import job_types
 from pipeline.models import ModelCallSwitch
 
-SWEEP_JOB = "email.sweep"
 SWITCH_ID = 1
 
 
@@ -40,5 +40,5 @@ def set_model_calls(enabled: bool, user: Any = None) -> ModelCallSwitch:
         row.changed_at = timezone.now()
         row.save()
         if enabled and not was_enabled:
-            jobs.enqueue(SWEEP_JOB, {})
+            jobs.enqueue(job_types.SWEEP_EMAILS, {})
     return row

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 import jobs
 from jobs import JobContext, RetryLater, job, periodic
-from pipeline import indexing, process, sweeper, vector_store
+from pipeline import indexing, job_types, process, sweeper, vector_store
 from pipeline.models import EmailMessage, Status
 
 # The email index's own work runs on a queue of its own, "index", so a re-index of every
@@ -17,7 +17,7 @@ INDEX_QUEUE = "index"
 
 # A timeout, because heartbeats would keep a hung try "running" for ever.
 @job(
-    "email.process",
+    job_types.PROCESS_EMAIL,
     queue="mail",
     attempts=3,
     backoff=(30, 120, 600),
@@ -28,7 +28,9 @@ def process_email(ctx: JobContext, *, email_id: int) -> None:
     process.process_email(email_id, job_id=ctx.job_id, progress=ctx.progress)
 
 
-@job("email.sweep", queue="mail", attempts=1, timeout=settings.PIPELINE_SWEEP_TIMEOUT, dedupe="sweep")
+@job(
+    job_types.SWEEP_EMAILS, queue="mail", attempts=1, timeout=settings.PIPELINE_SWEEP_TIMEOUT, dedupe="sweep"
+)
 def sweep_emails_now(ctx: JobContext) -> None:
     """Queued when model calls are switched on, so waiting emails need not wait for the timer."""
     sweeper.sweep()
@@ -40,7 +42,7 @@ def sweep_emails() -> str:
 
 
 @job(
-    "index.complete",
+    job_types.COMPLETE_INDEX,
     queue=INDEX_QUEUE,
     attempts=1,
     timeout=settings.PIPELINE_SWEEP_TIMEOUT,
@@ -55,13 +57,13 @@ def complete_partially_indexed(ctx: JobContext) -> None:
         raise RetryLater(str(result), delay=result.retry_after)
 
 
-@job("index.rebuild", queue=INDEX_QUEUE, attempts=3, timeout=6 * 3600, dedupe="rebuild")
+@job(job_types.REBUILD_INDEX, queue=INDEX_QUEUE, attempts=3, timeout=6 * 3600, dedupe="rebuild")
 def rebuild_index(ctx: JobContext, *, since: str) -> None:
     """Re-index all: the vectors of every indexed email, into the current model's collection."""
     indexing.rebuild(datetime.fromisoformat(since), ctx.progress, job_id=ctx.job_id)
 
 
-@job("index.forget", queue=INDEX_QUEUE, attempts=5, dedupe="email:{email_id}")
+@job(job_types.FORGET_EMAIL, queue=INDEX_QUEUE, attempts=5, dedupe="email:{email_id}")
 def forget_email(ctx: JobContext, *, email_id: int) -> None:
     """A deleted email's points, from every collection of the index."""
     vector_store.forget(email_id)
@@ -73,9 +75,9 @@ def catch_up_index() -> str:
     embedding model changed; nothing is indexed here (the timer does not wait on Qdrant)."""
     queued = []
     if EmailMessage.objects.filter(status=Status.PARTIALLY_INDEXED).exists():
-        jobs.enqueue("index.complete")
-        queued.append("index.complete")
-    if settings.VECTOR_INDEX and indexing.rebuild_due() and jobs.active_job("index.rebuild") is None:
-        jobs.enqueue("index.rebuild", {"since": timezone.now().isoformat()})
-        queued.append("index.rebuild (the embedding model changed)")
+        jobs.enqueue(job_types.COMPLETE_INDEX)
+        queued.append(job_types.COMPLETE_INDEX)
+    if settings.VECTOR_INDEX and indexing.rebuild_due() and jobs.active_job(job_types.REBUILD_INDEX) is None:
+        jobs.enqueue(job_types.REBUILD_INDEX, {"since": timezone.now().isoformat()})
+        queued.append(f"{job_types.REBUILD_INDEX} (the embedding model changed)")
     return f"queued {', '.join(queued)}" if queued else "nothing to catch up"

@@ -30,6 +30,9 @@ from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTRAS = {"postgres": "postgres", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql"}
+# The database driver each extra brings (its import name), and the check of what got installed.
+EXTRA_DRIVERS = {"postgres": "psycopg", "mysql": "MySQLdb"}
+DRIVERS_PRESENT = "import importlib.util as u; print(*[m for m in ('psycopg', 'MySQLdb') if u.find_spec(m)])"
 
 SETTINGS_TAIL = """
 
@@ -194,6 +197,12 @@ def prove(wheel: Path, url: str, folder: Path, lines: list[str]) -> None:
         "--quiet",
         f"{wheel}[{extra}]",
     )
+    # Each extra brings its own database driver and no other: on MariaDB the engine runs
+    # without psycopg.
+    drivers = run("which drivers", python, "-c", DRIVERS_PRESENT).split()
+    if drivers != [EXTRA_DRIVERS[extra]]:
+        raise StepFailed(f"the {extra} extra installed the drivers {drivers}, not {EXTRA_DRIVERS[extra]}")
+    lines.append(f"  drivers installed: {', '.join(drivers)}")
     run("startproject", venv / "bin" / "django-admin", "startproject", "proof", project)
     run("startapp", python, "manage.py", "startapp", "shop", cwd=project)
     (project / "shop" / "tasks.py").write_text(SHOP_TASKS)

@@ -18,7 +18,7 @@ import psycopg
 from django.db import connection, transaction
 
 import jobs
-from bench.lib.fill import analyze, history, wipe
+from bench.lib.fill import analyze, flags_jobs_due_later, history, wipe
 from bench.lib.processes import Pool, cpu_seconds, rss_kib
 from bench.lib.project import ROOT
 from bench.lib.waiting import wait_until
@@ -65,10 +65,11 @@ def listeners() -> int:
 
 
 def worker_environment(env: dict[str, str] | None = None) -> dict[str, str]:
-    """LOG_LEVEL=WARNING (the README's advice for throughput), and the project's bytecode
+    """LOG_LEVEL=WARNING (the README's advice for throughput), without the timers (whose
+    runs are jobs too: a sweep would land in a drain's count), and the project's bytecode
     written as a deployed image has it compiled (a PYTHONDONTWRITEBYTECODE in the caller's
     environment would have every worker compile the project again at its start)."""
-    environment = {**os.environ, "LOG_LEVEL": "WARNING", **(env or {})}
+    environment = {**os.environ, "LOG_LEVEL": "WARNING", "JOBS_SCHEDULER": "false", **(env or {})}
     environment.pop("PYTHONDONTWRITEBYTECODE", None)
     return environment
 
@@ -198,11 +199,13 @@ def drain(
     *,
     shared: bool = False,
     payload: dict | None = None,
+    waiting_priority: int = 0,
 ) -> float:
     """Jobs/s from the commit of ``count`` queued jobs of ``type_name`` until none of them is
     left.
 
-    ``backlog`` = (finished, waiting) rows put in the table first (see ``fill.history``).
+    ``backlog`` = (finished, waiting) rows put in the table first (see ``fill.history``),
+    the waiting ones of ``waiting_priority``.
     With an atomic type each job is its own transaction, committed (and flushed) with its
     completion, where plain jobs' successes are acknowledged many to a statement.
     ``through_tasks``: no-op django.tasks tasks on our backend instead of jobs of
@@ -212,7 +215,7 @@ def drain(
     """
     reset()
     if any(backlog):
-        history(*backlog)
+        history(*backlog, queued_priority=waiting_priority)
     pool = Workers(workers) if shared else Workers(workers, *DRAIN_LANE)
     try:
         first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
@@ -422,9 +425,10 @@ def claim_plan() -> str:
             statement = mariadb.CLAIM_QUEUES.format(queues="%s, %s")
             cursor.execute(f"ANALYZE FORMAT=JSON {statement}", ["ai", "default", 32])
             return cursor.fetchone()[0]
+        ready = "AND due_later = false " if flags_jobs_due_later() else ""
         cursor.execute(
             "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "
-            "SELECT id FROM jobs_job WHERE status = 'queued' AND queue = ANY(%s) AND run_at <= now() "
+            f"SELECT id FROM jobs_job WHERE status = 'queued' AND queue = ANY(%s) {ready}AND run_at <= now() "
             "ORDER BY priority, run_at, id LIMIT 32 FOR UPDATE SKIP LOCKED",
             [["ai", "default"]],
         )

@@ -6,10 +6,9 @@
   (its interval follows the timer's declaration, which ``install_schedules`` writes).
 - Resubmitting a task queues it again: it needs the change permission (and still passes
   the guard).
-- Its own task lists (successful, failed and queued tasks) leave the admin index, because
-  no work of the platform runs as a django-q2 task (jobs run on ``runworker``); their pages
-  stay where they are, reached from a schedule's "last run". ``JOBS_DJANGO_Q_SCHEDULER_ONLY=false``
-  keeps them in the index, for a project that also runs django-q2 tasks.
+- With ``JOBS_DJANGO_Q_SCHEDULER_ONLY=true`` (for a project whose django-q2 runs only the
+  timers) its task lists leave the admin index; their pages stay reachable from a
+  schedule's "last run". The default keeps a project's own django-q2 lists as they are.
 """
 
 from __future__ import annotations

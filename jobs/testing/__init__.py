@@ -5,8 +5,9 @@ fixtures (``jobs.testing.fixtures``). See ``docs/testing.md``.
 A test needs no worker process to know a job was enqueued, nor to see what its handler
 does with it: ``run_job`` claims the row, runs its handler as a worker's child does (the
 same code: errors, ``RetryLater``, atomic jobs) and records the outcome as the supervisor
-would. What it cannot do inline is what needs a process: a type's timeout is not enforced,
-and a crash would end the test.
+would; ``run_claimed`` does so for a try the test claimed itself (one ending late). What
+it cannot do inline is what needs a process: a type's timeout is not enforced, and a crash
+would end the test.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jobs.declare import JobFunction
+    from jobs.drivers.protocol import ClaimedJob
     from jobs.models import Job
 
 #: The worker name the rows of jobs run here carry (``locked_by``, each try's ``worker``).
@@ -112,6 +114,18 @@ def run_job(job: Job | int) -> Job:
     return Job.objects.get(pk=job_id)
 
 
+def run_claimed(claimed: ClaimedJob, worker: str) -> Job:
+    """Run a try that the test claimed itself (``jobs.store.claim(worker, ...)``) as
+    ``worker``, and return the job's row after. Its outcome is recorded fenced by that
+    worker and attempt, as a worker's would be: a try the reaper took back and another
+    try already finished ends as a late try does (its result dropped, an atomic job's
+    writes rolled back)."""
+    from jobs.models import Job
+
+    _run_claimed(claimed, worker)
+    return Job.objects.get(pk=claimed.id)
+
+
 def perform(job_type: str | JobFunction | Any, payload: Mapping[str, Any] | None = None) -> Job:
     """Enqueue a job of ``job_type`` and run it at once (``run_job``); returns its row.
     A ``django.tasks`` task is enqueued through its own ``enqueue``, then run the same way."""
@@ -148,6 +162,7 @@ def drain(queue: str | Iterable[str] | None = None, *, limit: int = DRAIN_LIMIT)
     drained = Drained()
     while True:
         queues = _queues(queue)
+        store.promote_due()  # as a worker does: jobs due later whose time has come
         claimed = store.claim(WORKER, queues, 1) if queues else []
         if not claimed:
             return drained
@@ -168,30 +183,46 @@ def drain(queue: str | Iterable[str] | None = None, *, limit: int = DRAIN_LIMIT)
             drained.retried.append(row)
 
 
-def _run_claimed(claimed: Any) -> bool:
+def _run_claimed(claimed: ClaimedJob, worker: str = WORKER) -> bool:
     """Run a claimed job through the child's code and record its outcome as the
     supervisor does; True when it asked to run later."""
     from jobs import store
     from jobs.worker import child
     from jobs.worker.outcome import Kind
 
+    # The latest report, written when the handler returns, as the supervisor writes a
+    # job's last one when it ends: on its own, never inside an atomic job's transaction.
+    reported: list[tuple[int, str]] = []
+
     def report(percent: int, message: str) -> None:
-        store.set_progress(WORKER, claimed.id, claimed.attempt, percent, message)
+        reported[:] = [(percent, message)]
 
     outcome = child.run(
-        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, WORKER, report
+        claimed.id,
+        claimed.type,
+        claimed.payload,
+        claimed.attempt,
+        claimed.max_attempts,
+        worker,
+        report,
+        claimed.step,
     )
+    for percent, message in reported:  # fenced: a try already settled takes no report
+        store.set_progress(worker, claimed.id, claimed.attempt, percent, message)
     done = [(claimed.id, claimed.attempt)]
     if outcome.kind is Kind.FAILED:
         assert outcome.failure is not None
-        store.fail(WORKER, claimed.id, claimed.attempt, outcome.failure)
+        store.fail(worker, claimed.id, claimed.attempt, outcome.failure)
     elif outcome.kind is Kind.POSTPONED:
         assert outcome.at is not None
-        store.reschedule(WORKER, claimed.id, claimed.attempt, outcome.at, outcome.reason)
+        store.reschedule(worker, claimed.id, claimed.attempt, outcome.at, outcome.reason)
         return True
     elif outcome.kind is Kind.SUCCEEDED:
-        store.complete(WORKER, done, None if outcome.result is None else [outcome.result])
-    # else an atomic job, settled: it committed its completion with its writes, or rolled back
+        store.complete(worker, done, None if outcome.result is None else [outcome.result])
+    elif outcome.committed:  # an atomic job or a step committed its completion (with its writes)
+        store.count_settled([claimed.id])
+    # else an atomic job or a workflow step, settled: it committed its completion (with its
+    # writes, and the release of the steps that follow), or rolled back
     return False
 
 
@@ -272,6 +303,7 @@ __all__ = [
     "drain",
     "enqueued",
     "perform",
+    "run_claimed",
     "run_job",
     "type_name",
 ]

@@ -118,6 +118,11 @@ def still_running(timer: Timer) -> bool:
     return TimerSlot.objects.filter(timer=timer, outcome__in=UNFINISHED, job__status__in=ACTIVE).exists()
 
 
+def _fit(column: str, text: str) -> str:
+    """``text`` cut to what the slot's ``column`` holds (the model says how much)."""
+    return text[: TimerSlot._meta.get_field(column).max_length]  # type: ignore[union-attr]
+
+
 def _record(timer: Timer, slot: datetime, kind: str, outcome: str, covers: int = 1) -> Booked | None:
     """A slot's row; None when the slot is already booked (by a command, say)."""
     try:
@@ -134,7 +139,9 @@ def _enqueue(timer: Timer, slot: datetime, kind: str, *, covers: int = 1, by: st
     """A slot's row and its run's job, or None when the slot is already booked."""
     try:
         with transaction.atomic():
-            row = TimerSlot.objects.create(timer=timer, slot=slot, kind=kind, covers=covers, by=by[:150])
+            row = TimerSlot.objects.create(
+                timer=timer, slot=slot, kind=kind, covers=covers, by=_fit("by", by)
+            )
     except IntegrityError:
         return None
     job = jobs.enqueue(
@@ -177,7 +184,7 @@ def reserve(timer: Timer, slot: datetime, *, kind: str, ran_in: str) -> TimerSlo
                     kind=kind,
                     outcome=TimerSlot.Outcome.RUNNING,
                     started_at=timezone.now(),
-                    ran_in=ran_in[:200],
+                    ran_in=_fit("ran_in", ran_in),
                 )
         except IntegrityError:
             return None

@@ -27,9 +27,11 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from jobs.conf import jobs_settings
 from jobs.store import ClaimedJob
 from jobs.worker import messages
 from jobs.worker.messages import CURRENT, STARTED, FromChild, RunBatch
+from jobs.worker.outcome import Outcome
 from jobs.worker.progress import ProgressSlot
 
 _context = multiprocessing.get_context("forkserver")
@@ -48,7 +50,8 @@ class Child:
 
         self.lane = lane
         self.state = _context.RawArray("d", 2)  # shared: index of the running job, its start
-        self.progress = ProgressSlot(_context)  # shared: the running job's latest report
+        # shared: the running job's latest report and its log so far
+        self.progress = ProgressSlot(_context, jobs_settings.TRY_LOG_BYTES)
         self.progress_written = 0  # the slot's sequence last written to a row
         self.conn, theirs = _context.Pipe()
         self.process = _context.Process(
@@ -60,7 +63,8 @@ class Child:
         # Indexes in the batch whose outcome the child already reported: failed, rescheduled,
         # or an atomic job settled in its own transaction. They are not acknowledged with the batch.
         self.settled: set[int] = set()
-        self.returned: dict[int, str | None] = {}  # results reported so far, by index in the batch
+        # Successes reported so far (a result or a log to store), by index in the batch.
+        self.returned: dict[int, Outcome] = {}
         self.sent_at = 0.0
 
     @property

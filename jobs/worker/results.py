@@ -3,7 +3,10 @@
 Acknowledgements of succeeded jobs wait, while children are busy, for a batch
 (``JOBS_ACK_BATCH``) or at most ``ACK_DELAY``, so that many are written in one statement;
 those that carry a result (django.tasks tasks) go in a statement of their own, so the
-common acknowledgement stays as lean as it was. Failures, rescheduled jobs (``RetryLater``)
+common acknowledgement stays as lean as it was. What an acknowledgement returns is counted
+for the charts' rollup (``jobs.store.complete``; the supervisor writes the counts at most
+once a second, ``jobs.rollup``); the tries' logs (``jobs.try_log``) wait with the
+acknowledgements and go in one statement. Failures, rescheduled jobs (``RetryLater``)
 and jobs handed back are written at the next flush. During a database outage
 everything stays here: the jobs remain this worker's (``held_ids`` keeps their heartbeat
 going once the database is back), and each write is fenced by worker and attempt, so a
@@ -18,8 +21,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from jobs import store
+from jobs import store, tracing
 from jobs.store import ClaimedJob, Failure
+from jobs.try_log import Log
 from jobs.worker.guard import DatabaseGuard
 
 logger = logging.getLogger("jobs.worker")
@@ -40,6 +44,10 @@ class ResultStore(Protocol):
     def release(self, worker: str, items: Sequence[tuple[int, int]], message: str = "") -> object: ...
 
     def reschedule(self, worker: str, job_id: int, attempt: int, at: datetime, reason: str) -> object: ...
+
+    def save_try_logs(self, logs: Sequence[tuple[int, int, Log]]) -> object: ...
+
+    def count_settled(self, job_ids: Sequence[int]) -> object: ...
 
 
 class ResultBuffer:
@@ -65,6 +73,8 @@ class ResultBuffer:
         self._failures: list[tuple[int, int, Failure]] = []
         self._releases: list[tuple[int, int, str]] = []  # (job id, attempt, message for the row)
         self._reschedules: list[tuple[int, int, datetime, str]] = []  # (job id, attempt, run at, reason)
+        self._logs: list[tuple[int, int, Log]] = []  # (job id, attempt, what the try logged)
+        self._settled: list[int] = []  # atomic jobs that committed their success themselves
 
     def __len__(self) -> int:
         return (
@@ -73,13 +83,15 @@ class ResultBuffer:
             + len(self._failures)
             + len(self._releases)
             + len(self._reschedules)
+            + len(self._logs)
+            + len(self._settled)
         )
 
     # --- filling ------------------------------------------------------------------------
 
     def ack(self, job: ClaimedJob, result: str | None = None) -> None:
         """The job succeeded (and returned ``result``, JSON text, if it keeps one)."""
-        if not self._acks and not self._returned:
+        if not self._acks and not self._returned and not self._logs:
             self._oldest_ack = self._clock()
         if result is None:
             self._acks.append((job.id, job.attempt))
@@ -99,6 +111,18 @@ class ResultBuffer:
         """Not a failure: the job runs again at ``at``, its attempt given back."""
         self._reschedules.append((job.id, job.attempt, at, reason))
 
+    def log(self, job: ClaimedJob, log: Log) -> None:
+        """What the try logged: written with the next flush, after its outcome."""
+        if not self._acks and not self._returned and not self._logs:
+            self._oldest_ack = self._clock()
+        self._logs.append((job.id, job.attempt, log))
+
+    def settled(self, job: ClaimedJob) -> None:
+        """An atomic job committed its own success: only the rollup is left to count it."""
+        if not self._acks and not self._returned and not self._logs and not self._settled:
+            self._oldest_ack = self._clock()
+        self._settled.append(job.id)
+
     def held_ids(self) -> list[int]:
         """Jobs whose outcome is not written yet: still running as far as the database knows."""
         held = [job_id for job_id, _ in self._acks]
@@ -108,6 +132,10 @@ class ResultBuffer:
         held += [job_id for job_id, _, _, _ in self._reschedules]
         return held
 
+    def requeues(self) -> bool:
+        """Are failures or postponements waiting to be written (jobs queued for later)?"""
+        return bool(self._failures or self._reschedules)
+
     # --- writing ------------------------------------------------------------------------
 
     def flush_due(self, now: float, children_busy: Callable[[], bool]) -> bool:
@@ -116,14 +144,15 @@ class ResultBuffer:
         ACK_DELAY is written at once."""
         if self._failures or self._releases or self._reschedules:
             return True
-        waiting = len(self._acks) + len(self._returned)
+        waiting = len(self._acks) + len(self._returned) + len(self._logs) + len(self._settled)
         if not waiting:
             return False
         return waiting >= self._ack_batch or now >= self._oldest_ack + ACK_DELAY or not children_busy()
 
     def ack_deadline(self) -> float | None:
         """When the waiting acknowledgements are due at the latest; None if there are none."""
-        return self._oldest_ack + ACK_DELAY if self._acks or self._returned else None
+        waiting = self._acks or self._returned or self._logs or self._settled
+        return self._oldest_ack + ACK_DELAY if waiting else None
 
     def flush(self, *, force: bool = False) -> None:
         """Write everything: acknowledgements in one statement, then failures, then
@@ -145,7 +174,11 @@ class ResultBuffer:
     def _write(self) -> None:
         # Each list is emptied only once written: an outage midway keeps the rest.
         if self._acks:
+            began = time.time_ns()
             self._store.complete(self.worker, self._acks)
+            tracing.record(
+                "jobs.complete", began, **{"jobs.count": len(self._acks), "jobs.worker": self.worker}
+            )
             self._acks = []
         if self._returned:
             done = [(job_id, attempt) for job_id, attempt, _ in self._returned]
@@ -166,3 +199,9 @@ class ResultBuffer:
             for message, items in by_message.items():
                 self._store.release(self.worker, items, message)
             self._releases = []
+        if self._logs:  # one statement for every try's log, whatever its outcome
+            self._store.save_try_logs(self._logs)
+            self._logs = []
+        if self._settled:
+            self._store.count_settled(self._settled)
+            self._settled = []

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jobs import registry, store, workers
+from jobs import registry, rollup, store, tracing, workers
 from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
@@ -34,6 +34,7 @@ from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronousl
 from jobs.worker.listener import Listener
 from jobs.worker.pool import Child, Lane
 from jobs.worker.progress import ProgressWriter
+from jobs.worker.promoter import Promoter
 from jobs.worker.results import ResultBuffer
 
 logger = logging.getLogger("jobs.worker")
@@ -71,10 +72,12 @@ class Supervisor:
         self.progress = ProgressWriter(self.name, self.db, jobs_settings.PROGRESS_INTERVAL)
         self.endings = Endings(self.results, self.progress)
         self.schedules = ScheduleTicker(enabled=options.schedules, poll_interval=options.poll_interval)
+        self.promoter = Promoter(options.poll_interval)
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
         self.next_poll = 0.0
+        self.next_depth_sample = 0.0  # when this worker next tries to sample the queue depths
         self.burst_rechecked = False
         self.window = jobs_settings.PREFETCH_WINDOW
         self.max_prefetch = jobs_settings.MAX_PREFETCH
@@ -104,11 +107,14 @@ class Supervisor:
             ", burst" if self.options.burst else "",
             f"{self.listener.describe()}; {self.schedules.describe()}",
         )
+        rollup.buffer()  # the finished tries add up here and are written once a second
         try:
             self._loop()
         finally:
             self._shutdown_children()
             self.results.flush(force=True)
+            if rollup.pending():
+                self.db.call(rollup.flush, force=True)
             self.db.call(workers.unregister, self.name)
             self.listener.close()
             signal.set_wakeup_fd(-1)
@@ -182,13 +188,17 @@ class Supervisor:
             else:
                 self._periodic(now)
                 self._fill_and_dispatch()
-                self._book_timers(now)
+                self._after_claims(now)
                 if self.options.burst and self._drained():
                     return
             if self._busy():
                 self.progress.write_due(self._busy_children())
             if self.results.flush_due(now, self._busy):
+                if self.results.requeues():
+                    self.promoter.soon()  # learn when those retries come due
                 self.results.flush()
+            if rollup.pending():
+                self.db.call(rollup.flush)  # at most once a second (jobs.rollup)
             for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
                 handle: Callable[[], None] = key.data
                 handle()
@@ -205,12 +215,15 @@ class Supervisor:
         if self.results:
             # Write them now rather than at the next turn: that turn would wait for the
             # next poll, as nothing else is left to wake it.
+            if self.results.requeues():
+                self.promoter.soon()  # learn when those retries come due
             self.results.flush()
             if self.results:
                 return False  # the database is away: they wait for it
         if not self.burst_rechecked:
             # One more look: a job may have become due while the last ones ran.
             self.burst_rechecked = True
+            self.promoter.soon()
             for lane in self.lanes:
                 lane.maybe_work = True
             return False
@@ -222,6 +235,8 @@ class Supervisor:
                 if lane.idle and (lane.ready() or self._may_claim(lane)):
                     return 0.0  # work to hand out right away
         deadlines = [self.next_heartbeat, self.stop_deadline if self.stopping else self.next_poll]
+        if not self.stopping:  # (not before the database may be tried again)
+            deadlines.append(max(self.promoter.deadline(), self.db.retry_at))
         if not self.stopping and (slot := self.schedules.deadline()) is not None:
             deadlines.append(slot)
         for lane in self.lanes:
@@ -275,6 +290,10 @@ class Supervisor:
     # --- claiming and dispatch ------------------------------------------------------------
 
     def _periodic(self, now: float) -> None:
+        if self.promoter.due(now) and self.db.available(now):
+            promoted = self.promoter.promote(self.db, now)
+            for lane in self.lanes:
+                lane.pending.update(promoted.intersection(lane.queues))
         if now >= self.next_poll:
             for lane in self.lanes:
                 lane.maybe_work = True
@@ -282,14 +301,21 @@ class Supervisor:
         if self._keep_alive(now) and self.db.may_reap(now):
             reaped = self.db.call(store.reap)
             if reaped and reaped.requeued:
+                self.promoter.soon()  # they come back after their backoff
                 for lane in self.lanes:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):
             self._connect_listener()
 
-    def _book_timers(self, now: float) -> None:
-        """Book the timers' due slots. After the turn's claims: at start-up the first look
-        also installs the declared timers, which need not hold up the first jobs."""
+    def _after_claims(self, now: float) -> None:
+        """What need not hold up a turn's claims (at start-up, the first jobs): the queue
+        depths' sample, and the timers' due slots, whose first look also installs the
+        declared timers."""
+        if now >= self.next_depth_sample and self.db.available(now):
+            # One worker of the fleet samples each minute's queue depths (jobs.rollup);
+            # the others find the minute booked.
+            self.db.call(rollup.sample_depth)
+            self.next_depth_sample = now + 60.0 - time.time() % 60.0 + 1.0
         if self.schedules.due(now) and self.db.available(now):
             enqueued = self.db.call(self.schedules.tick)
             for lane in self.lanes if enqueued else ():
@@ -346,9 +372,12 @@ class Supervisor:
             queues, limit = lane.claimable(want, size, self.max_prefetch)
             if not queues:
                 return
+            began = time.time_ns()
             claimed = self.db.call(store.claim, self.name, queues, limit)
             if claimed is None:
                 return
+            if claimed:
+                tracing.record("jobs.claim", began, **{"jobs.count": len(claimed), "jobs.worker": self.name})
             lane.buffer.extend(claimed)
             if claimed:
                 self.burst_rechecked = False

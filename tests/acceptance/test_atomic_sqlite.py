@@ -18,31 +18,19 @@ pytestmark = pytest.mark.slow
 
 IN_PROCESS = """
 import json
-from datetime import timedelta
-from django.utils import timezone
-from jobs import store
-from jobs.models import Job
-from jobs.worker import child
+from jobs import store, testing
 from tests.jobs_app.models import Execution
-
-def run(claimed, worker):
-    return child.run(
-        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker, lambda p, m: None
-    )
 
 raced = store.enqueue("test.write_atomic", {})
 [first] = store.claim("w1", ["default"], 1)
-store.recover_worker("w1")
-Job.objects.filter(pk=raced.pk).update(run_at=timezone.now() - timedelta(hours=1))  # its backoff has passed
-[second] = store.claim("w2", ["default"], 1)
-outcomes = ["committed" if run(job, w).committed else "fenced off" for job, w in [(second, "w2"), (first, "w1")]]
-failing = store.enqueue("test.write_atomic", {"fail": "boom"})
-[claimed] = store.claim("w3", ["default"], 1)
-failure = run(claimed, "w3").failure
+store.recover_worker("w1")  # as the reaper does for a silent worker
+second = testing.run_job(raced)  # try 2, to its end
+late = testing.run_claimed(first, "w1")  # try 1, finishing late: refused by the fence
+failing = testing.run_job(store.enqueue("test.write_atomic", {"fail": "boom"}))
 print(json.dumps({
-    "outcomes": outcomes,
+    "raced": [second.status, second.attempts, late.status, late.attempts, late.locked_by],
     "raced_rows": list(Execution.objects.filter(job_id=raced.pk).values_list("attempt", flat=True)),
-    "failure": failure.error_class,
+    "failed": [failing.status, failing.error],
     "failed_rows": Execution.objects.filter(job_id=failing.pk).count(),
 }))
 store.enqueue_many("test.write_atomic", [{} for _ in range(20)])
@@ -79,9 +67,9 @@ def test_atomic_jobs__commit_once_and_are_fenced_on_sqlite(tmp_path: Path):
 
     report = json.loads(_manage(env, "shell", "-c", IN_PROCESS).strip().splitlines()[-1])
     assert report == {
-        "outcomes": ["committed", "fenced off"],
+        "raced": ["succeeded", 2, "succeeded", 2, "jobs.testing"],  # the late try changed nothing
         "raced_rows": [2],
-        "failure": "RuntimeError",
+        "failed": ["queued", "RuntimeError: boom"],
         "failed_rows": 0,
     }
 

@@ -1,6 +1,7 @@
-"""Atomic jobs run in this process as a child would run them (same code, no fork): the
-handler's writes and the job's completion commit together, a failure rolls both back, and
-a try that the reaper took back commits nothing."""
+"""Atomic jobs run in this process through ``jobs.testing`` (the child's code, no fork): the
+handler's writes and the job's completion commit together, a failure rolls both back, a
+try that the reaper took back commits nothing, and the handler's progress is written apart
+from its transaction. Real workers, killed and timed out: tests/acceptance/test_atomic_jobs.py."""
 
 from __future__ import annotations
 
@@ -8,115 +9,86 @@ import pytest
 from django.db import transaction
 from django.db.transaction import TransactionManagementError
 
-from jobs import store
+from jobs import store, testing
 from jobs.errors import FencedOff
 from jobs.models import Job, JobAttempt, Status
-from jobs.worker import child
-from jobs.worker.outcome import SUCCEEDED, Outcome
 from tests.jobs_app.models import Execution
-from tests.support.job_states import claim_one, make_due
+from tests.support.job_states import claim_one
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _run(claimed: store.ClaimedJob, worker: str, report=None) -> Outcome:
-    return child.run(
-        claimed.id,
-        claimed.type,
-        claimed.payload,
-        claimed.attempt,
-        claimed.max_attempts,
-        worker,
-        report or (lambda percent, message: None),
-    )
-
-
 def _rows(job_id: int) -> list[int]:
-    """The tries whose Execution row is committed."""
+    """The tries whose Execution row is committed, in the order they were written."""
     return list(Execution.objects.filter(job_id=job_id).order_by("id").values_list("attempt", flat=True))
 
 
 def test_atomic_job__commits_its_writes_and_its_completion_together():
-    job = store.enqueue("test.write_atomic", {})
-    claimed = claim_one("w1", "test.write_atomic")
+    job = testing.run_job(store.enqueue("test.write_atomic", {}))
 
-    assert _run(claimed, "w1") == Outcome.settled(committed=True)
-
-    job.refresh_from_db()
-    assert (job.status, job.progress, job.attempts, job.locked_by) == (Status.SUCCEEDED, 100, 1, "w1")
+    assert (job.status, job.progress, job.attempts, job.locked_by) == (
+        Status.SUCCEEDED,
+        100,
+        1,
+        testing.WORKER,
+    )
     assert job.finished_at is not None
     assert _rows(job.pk) == [1]
-    # Already written: the supervisor's acknowledgement would find nothing left to do.
-    assert store.complete("w1", [(claimed.id, claimed.attempt)]) == []
 
 
-def test_plain_job__commits_its_writes_before_the_job_is_acknowledged():
-    """The window atomic jobs close: the row is there while the job is still running."""
-    job = store.enqueue("test.write", {})
-    claimed = claim_one("w1", "test.write")
+@pytest.mark.parametrize(
+    ("type_name", "tries_with_a_row"),
+    [("test.write_atomic", [2]), ("test.write", [2, 1])],
+    ids=["atomic-rolls-the-late-try-back", "plain-commits-before-it-is-acknowledged"],
+)
+def test_a_try_taken_back_and_run_again__the_late_one_is_fenced_off_and_its_writes_stand_unless_atomic(
+    type_name, tries_with_a_row
+):
+    """The reaper took try 1 back and try 2 ran it to the end; try 1, finishing late, is
+    refused by the fence. The atomic job's late writes roll back with its completion. The
+    plain job's were committed on their own, before the acknowledgement that the fence
+    refuses (the window atomic jobs close), so they stand."""
+    job = store.enqueue(type_name, {})
+    first = claim_one("w1", type_name)
+    assert store.recover_worker("w1").requeued == 1  # as the reaper does for a silent worker
 
-    assert _run(claimed, "w1") is SUCCEEDED
+    assert testing.run_job(job).attempts == 2
+    late = testing.run_claimed(first, "w1")
 
-    assert _rows(job.pk) == [1]
-    assert Job.objects.get(pk=job.pk).status == Status.RUNNING  # until the supervisor acknowledges
+    assert (late.status, late.attempts, late.locked_by) == (Status.SUCCEEDED, 2, testing.WORKER)
+    assert _rows(job.pk) == tries_with_a_row
 
 
 def test_atomic_job__a_failure_rolls_its_writes_back_and_the_try_is_recorded():
-    job = store.enqueue("test.write_atomic", {"fail": "boom"})
-    claimed = claim_one("w1", "test.write_atomic")
+    job = testing.run_job(store.enqueue("test.write_atomic", {"fail": "boom"}))
 
-    failure = _run(claimed, "w1").failure
-
-    assert isinstance(failure, store.Failure)
-    assert (failure.error_class, failure.message, failure.retryable) == ("RuntimeError", "boom", True)
+    assert (job.status, job.error) == (Status.QUEUED, "RuntimeError: boom")  # retryable: queued again
     assert _rows(job.pk) == []
-    assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.QUEUED
-    job.refresh_from_db()
-    assert (job.status, job.error) == (Status.QUEUED, "RuntimeError: boom")
     assert list(JobAttempt.objects.filter(job=job).values_list("attempt", "error_class")) == [
         (1, "RuntimeError")
     ]
 
 
 def test_atomic_job__a_payload_that_does_not_fit_fails_for_good():
-    store.enqueue("test.write_atomic", {"no_such_field": 1})
-    claimed = claim_one("w1", "test.write_atomic")
+    job = testing.run_job(store.enqueue("test.write_atomic", {"no_such_field": 1}))
 
-    failure = _run(claimed, "w1").failure
-
-    assert isinstance(failure, store.Failure)
-    assert (failure.error_class, failure.retryable) == ("TypeError", False)
-
-
-def test_atomic_job__a_try_taken_back_and_run_again_commits_once():
-    """The reaper took try 1 back and try 2 ran it to the end; try 1, finishing late, is
-    refused by the fence and its writes are rolled back."""
-    job = store.enqueue("test.write_atomic", {})
-    first = claim_one("w1", "test.write_atomic")
-    assert store.recover_worker("w1").requeued == 1  # as the reaper does for a silent worker
-    make_due(job.pk)  # the try's backoff has passed
-    second = claim_one("w2", "test.write_atomic")
-    assert second.attempt == 2
-
-    assert _run(second, "w2") == Outcome.settled(committed=True)
-    assert _run(first, "w1") == Outcome.settled(committed=False)
-
-    job.refresh_from_db()
-    assert (job.status, job.attempts, job.locked_by) == (Status.SUCCEEDED, 2, "w2")
-    assert _rows(job.pk) == [2]
+    assert (job.status, job.attempts, job.max_attempts) == (Status.FAILED, 1, 10)
+    assert job.error.startswith("TypeError: ")
+    assert _rows(job.pk) == []
 
 
 def test_atomic_job__its_progress_goes_to_the_reporter_not_into_its_transaction():
-    job = store.enqueue("test.write_atomic", {"progress": True})
-    claimed = claim_one("w1", "test.write_atomic")
-    reported: list[tuple[int, str]] = []
+    """The handler's report is written apart from its transaction (by the supervisor in a
+    worker, by ``jobs.testing`` once the handler returns): a failed try's report stays on
+    the row when its writes roll back, and a successful try commits none with its writes
+    (the report, written after, finds the try settled)."""
+    failed = testing.run_job(store.enqueue("test.write_atomic", {"progress": True, "fail": "boom"}))
+    done = testing.run_job(store.enqueue("test.write_atomic", {"progress": True}))
 
-    assert _run(claimed, "w1", report=lambda percent, message: reported.append((percent, message))) == (
-        Outcome.settled(committed=True)
-    )
-    assert reported == [(50, "row written")]
-    job.refresh_from_db()
-    assert job.progress_message != "row written"  # the supervisor writes it, not the handler
+    assert (failed.status, failed.progress, failed.progress_message) == (Status.QUEUED, 50, "row written")
+    assert _rows(failed.pk) == []
+    assert (done.status, done.progress, done.progress_message) == (Status.SUCCEEDED, 100, "")
+    assert _rows(done.pk) == [1]
 
 
 def test_complete_in_transaction__needs_the_handlers_transaction():

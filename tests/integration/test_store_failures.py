@@ -11,49 +11,27 @@ from django.utils import timezone
 from jobs import store, testing
 from jobs.errors import InvalidTransition
 from jobs.models import Job, JobAttempt, Status
-from jobs.worker import child
 from tests.support.job_states import claim_one, make_due
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _run_in_process(claimed: store.ClaimedJob, worker: str = "w1") -> store.Failure | None:
-    """Run the handler as a child process would (same code, no fork): its real failure."""
-    outcome = child.run(
-        claimed.id,
-        claimed.type,
-        claimed.payload,
-        claimed.attempt,
-        claimed.max_attempts,
-        worker,
-        _ignore_progress,
-    )
-    return outcome.failure
-
-
-def _ignore_progress(percent: int, message: str) -> None:
-    """These handlers report no progress (the worker's slot and writer have their own tests)."""
-
-
 def test_fail__requeues_with_the_exact_backoff_and_keeps_the_error():
     job = store.enqueue("test.fail", {})
     for attempt, delay in [(1, 30), (2, 120)]:
-        claimed = claim_one("w1", "test.fail")
-        assert claimed.attempt == attempt
-        failure = _run_in_process(claimed)
         before = timezone.now()
-        assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.QUEUED
+        drained = testing.drain("default")
         after = timezone.now()
+        assert [retried.pk for retried in drained.retried] == [job.pk] and drained.ran == 1
         job.refresh_from_db()
         assert job.status == Status.QUEUED
         assert before + timedelta(seconds=delay) <= job.run_at <= after + timedelta(seconds=delay)
         assert job.error == "RuntimeError: boom"
         assert job.attempts == attempt
-        assert store.claim("w1", ["default"], 1) == []  # not due before its backoff
+        assert testing.drain("default").ran == 0  # not due before its backoff
         make_due(job.pk)
 
-    claimed = claim_one("w1", "test.fail")
-    assert store.fail("w1", claimed.id, claimed.attempt, _run_in_process(claimed)) == Status.FAILED
+    assert [failed.pk for failed in testing.drain("default").failed] == [job.pk]
     job.refresh_from_db()
     assert (job.status, job.attempts, job.error) == (Status.FAILED, 3, "RuntimeError: boom")
     assert job.finished_at is not None
@@ -63,7 +41,7 @@ def test_fail__requeues_with_the_exact_backoff_and_keeps_the_error():
     for attempt in tries:
         assert (attempt.type, attempt.worker, attempt.error_class, attempt.error) == (
             "test.fail",
-            "w1",
+            testing.WORKER,
             "RuntimeError",
             "boom",
         )

@@ -1,7 +1,7 @@
 """``jobs.testing``: what a project's tests use instead of a worker process. Enqueued jobs
 are asserted by type, payload items, queue and count; ``run_job`` runs a job through the
-worker's handler path and records its outcome as the supervisor does; ``drain`` runs the
-due jobs of a queue in this process."""
+worker's handler path and records its outcome as the supervisor does (``run_claimed``: a
+try the test claimed, ending late); ``drain`` runs the due jobs of a queue in this process."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.test import TestCase
 from django.utils import timezone
 
 import jobs
-from jobs import testing
+from jobs import store, testing
 from jobs.models import Job, JobAttempt, Status
 from tests.jobs_app import tasks as test_jobs
 from tests.jobs_app.models import Execution
@@ -135,6 +135,29 @@ def test_run_job__an_atomic_job_commits_its_writes_with_its_completion_or_rolls_
     assert list(Execution.objects.values_list("job_id", flat=True)) == [
         good.pk
     ]  # the failed try's row is gone
+
+
+def test_run_job__writes_the_handlers_last_progress_report_apart_from_its_transaction():
+    plain = testing.run_job(jobs.enqueue("test.write", {"progress": True, "fail": "boom"}))
+    atomic = testing.run_job(jobs.enqueue("test.write_atomic", {"progress": True, "fail": "boom"}))
+
+    assert [(job.status, job.progress, job.progress_message) for job in (plain, atomic)] == [
+        (Status.QUEUED, 50, "row written")
+    ] * 2
+    # The atomic try's row rolled back with its failure; its report, written apart, stayed.
+    assert list(Execution.objects.values_list("job_id", flat=True)) == [plain.pk]
+
+
+def test_run_claimed__a_try_taken_back_and_finishing_late_is_refused_by_the_fence():
+    job = jobs.enqueue("test.write_atomic", {})
+    [first] = store.claim("lost", ["default"], 1)
+    store.recover_worker("lost")
+    testing.run_job(job)
+
+    late = testing.run_claimed(first, "lost")
+
+    assert (late.status, late.attempts, late.locked_by) == (Status.SUCCEEDED, 2, testing.WORKER)
+    assert list(Execution.objects.values_list("attempt", flat=True)) == [2]
 
 
 def test_run_job__refuses_a_job_that_is_not_queued():

@@ -149,6 +149,19 @@ def test_book_due__a_slot_a_command_booked_first_is_not_booked_again():
     assert TimerSlot.objects.get(timer=timer, slot=seconds(2)).job is None  # the command's, not a job
 
 
+def test_booking__cuts_who_asked_and_where_a_command_ran_to_what_their_columns_hold():
+    timer = running(QUEUED)
+    by, ran_in = "ops-" + "o" * 400, "manage.py sweep on " + "h" * 400
+
+    manual = booking.book_manual(QUEUED, by=by)
+    reserved = booking.reserve(timer, seconds(2), kind="scheduled", ran_in=ran_in)
+
+    assert reserved is not None
+    longest = {column: TimerSlot._meta.get_field(column).max_length for column in ("by", "ran_in")}
+    assert TimerSlot.objects.get(timer=timer, slot=manual.slot).by == by[: longest["by"]]
+    assert TimerSlot.objects.get(pk=reserved.pk).ran_in == ran_in[: longest["ran_in"]]
+
+
 def test_book_due__overlap_skip_records_a_slot_whose_previous_run_still_runs_as_skipped():
     running(ONCE)
     (first,) = book(ONCE, seconds(1.1))

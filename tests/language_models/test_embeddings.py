@@ -1,12 +1,15 @@
 """Embeddings: the embedded model loaded from its wheel with no network; any
 OpenAI-compatible /embeddings endpoint against a local server answering like it (each way
 it can fail: a closed port, a 503, a timeout, a slow drip, a 4xx, a 429); Bedrock's Titan
-and Cohere models through botocore's Stubber."""
+and Cohere models through botocore's Stubber, and over real HTTP against a local server
+answering like InvokeModel (an answer over EMBEDDING_MAX_ANSWER_BYTES, plain or a gzip
+bomb, and one dripped past EMBEDDING_TIMEOUT)."""
 
 from __future__ import annotations
 
 import math
 import socket
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
@@ -14,9 +17,10 @@ import pytest
 import language_models
 from jobs import PermanentError, RetryableError
 from language_models import embeddings, static_embedding
-from tests.support.bedrock import invoke_answer, stubbed_bedrock
+from tests.support.bedrock import invoke_answer, signed_as_sent, stubbed_bedrock
 from tests.support.model_server import ModelServer, Reply, embedding
-from tests.support.servers import DrippingServer, SilentServer, closed_port_url
+from tests.support.servers import DrippingServer, FloodingServer, SilentServer, closed_port_url, gzip_bomb
+from tests.support.waiting import wait_for
 
 
 class SocketOpened(OSError):
@@ -229,3 +233,74 @@ def test_bedrock__each_error_it_answers_is_its_model_error(bedrock, settings, co
         embeddings.embed_documents(["a"])
     if error is language_models.ModelRejected:
         assert "Check EMBEDDING_MODEL (amazon.titan-embed-text-v2:0)" in str(caught.value)
+
+
+@pytest.fixture
+def bedrock_http(settings, model_server: ModelServer, monkeypatch) -> ModelServer:
+    """EMBEDDING_PROVIDER=bedrock pointed at the local server, with a client of its own."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    settings.EMBEDDING_PROVIDER = "bedrock"
+    settings.BEDROCK_ENDPOINT_URL = model_server.url
+    settings.EMBEDDING_MODEL = "amazon.titan-embed-text-v2:0"
+    settings.EMBEDDING_DIMENSIONS = 8
+    settings.EMBEDDING_TIMEOUT = 5.0
+    return model_server
+
+
+def test_bedrock__over_http_against_a_local_invoke_model_server(bedrock_http: ModelServer, settings):
+    bedrock_http.responder = lambda request: Reply.vectors(8)
+    assert embeddings.embed_documents(["one", "two"]) == [
+        pytest.approx(embedding("one", 8)),
+        pytest.approx(embedding("two", 8)),
+    ]
+    first = bedrock_http.received[0]
+    assert first.path == "/model/amazon.titan-embed-text-v2%3A0/invoke"
+    assert first.body == {"inputText": "one", "dimensions": 8, "normalize": True}
+    assert first.headers["authorization"].startswith("AWS4-HMAC-SHA256")
+    assert signed_as_sent(first, bedrock_http.url, settings.AWS_REGION)  # the model id's ":" too
+
+
+def test_bedrock__an_answer_over_the_limit_is_not_read_whole(bedrock_http: ModelServer, settings):
+    settings.EMBEDDING_MAX_ANSWER_BYTES = 64 * 1024
+    # An error answer: botocore read those whole, however large, where it bounded a vector's.
+    server = FloodingServer(status=500)  # 64 MiB, without a Content-Length
+    settings.BEDROCK_ENDPOINT_URL = server.url
+    try:
+        with pytest.raises(language_models.InvalidAnswer, match="larger than 65,536 bytes") as caught:
+            embeddings.embed_documents(["a"])
+        assert "EMBEDDING_MAX_ANSWER_BYTES" in str(caught.value)
+        wait_for(server.cut.is_set, message="the client to hang up before the end of the answer")
+    finally:
+        server.close()
+
+
+def test_bedrock__a_compressed_answer_is_stopped_at_the_limit_once_decoded(
+    bedrock_http: ModelServer, settings
+):
+    settings.EMBEDDING_MAX_ANSWER_BYTES = 1024 * 1024
+    bomb = gzip_bomb(200 * 1024 * 1024)  # 200 MB of zeros, gzipped twice: a few kilobytes
+    bedrock_http.script(Reply(raw=bomb, headers={"Content-Encoding": "gzip, gzip"}))
+    tracemalloc.start()
+    try:
+        with pytest.raises(language_models.InvalidAnswer, match="larger than 1,048,576 bytes"):
+            embeddings.embed_documents(["a"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 1024 * 1024  # a few pieces of the answer, never the whole of it
+
+
+def test_bedrock__a_service_dripping_its_answer_times_out_at_the_deadline(
+    bedrock_http: ModelServer, settings
+):
+    settings.EMBEDDING_TIMEOUT = 0.5  # each byte arrives well within it: the whole answer never does
+    server = DrippingServer(interval=0.05)
+    settings.BEDROCK_ENDPOINT_URL = server.url
+    try:
+        with pytest.raises(language_models.ModelTimeout, match="did not embed within 0.5s") as caught:
+            embeddings.embed_documents(["a"])
+        assert isinstance(caught.value, RetryableError)
+        assert server.accepted
+    finally:
+        server.close()

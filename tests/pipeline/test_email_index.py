@@ -11,14 +11,25 @@ from datetime import timedelta
 
 import portalocker
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.urls import reverse
 from django.utils import timezone
 
 import jobs
-from jobs import PermanentError
-from pipeline import indexing, intake, process, semantic, tasks, vector_store
-from pipeline.models import EmailMessage, ErrorLogEntry, IndexRecord, RunOutcome, Status, VectorRecord
+from jobs import PermanentError, testing
+from pipeline import indexing, intake, job_types, process, semantic, tasks, vector_store
+from pipeline.models import (
+    Attachment,
+    EmailMessage,
+    ErrorLogEntry,
+    IndexRecord,
+    RunOutcome,
+    Status,
+    VectorRecord,
+)
 from pipeline.vector_store import Filters
-from tests.pipeline import corpus
+from tests.pipeline import corpus, labelled_mail
 from tests.support.model_server import ModelServer, Reply
 from tests.support.servers import DrippingServer, SilentServer, closed_port_url
 
@@ -248,15 +259,54 @@ def test_model_change__is_a_new_collection_filled_by_the_rebuild_never_mixed_vec
     assert indexing.rebuild(timezone.now(), lambda *args: None) == 1  # Re-index all: every email again
 
 
-def test_deletion__deleting_an_email_queues_the_deletion_of_its_points():
-    email = _email()
-    process.process_email(email.pk)
-    assert len(_points(email.pk)) == 1
-    EmailMessage.objects.filter(pk=email.pk).delete()
-    job = jobs.active_job("index.forget", email_id=email.pk)
-    assert job is not None and job.queue == "index"
-    assert vector_store.forget(email.pk) == 1
-    assert _points(email.pk) == []
+def test_deletion__an_email_deleted_in_the_admin_or_through_the_model_loses_its_points_once_its_job_ran(
+    client,
+):
+    """However an email is deleted (its Delete page, the list's "Delete selected", by an
+    operator allowed to delete emails; the model's ``delete`` on a row or a queryset;
+    nothing cascades to emails), the deletion queues ``index.forget`` on the index queue,
+    and that job, run by the engine, deletes the email's points from Qdrant; the other
+    emails' points stay. Its attachments and index record go with it."""
+    kept = _email(corpus.plain())
+    by_page = _email(corpus.multipart_with_attachments())
+    by_action, by_row, by_queryset = (
+        _email(labelled_mail.raw(mail, number)) for number, mail in enumerate(labelled_mail.MAILS[:3])
+    )
+    deleted = [by_page, by_action, by_row, by_queryset]
+    for email in (kept, *deleted):
+        process.process_email(email.pk)
+    kept_points = _points(kept.pk)
+    assert kept_points and all(_points(email.pk) for email in deleted)
+    assert by_page.attachments.exists()
+    operator = get_user_model().objects.create_user("ops", "ops@example.com", "pw-for-tests", is_staff=True)
+    operator.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="pipeline", codename__in=["view_emailmessage", "delete_emailmessage"]
+        )
+    )
+    client.force_login(operator)
+
+    page = client.post(reverse("admin:pipeline_emailmessage_delete", args=[by_page.pk]), {"post": "yes"})
+    action = client.post(
+        reverse("admin:pipeline_emailmessage_changelist"),
+        {"action": "delete_selected", "_selected_action": [by_action.pk], "post": "yes"},
+    )
+    EmailMessage.objects.get(pk=by_row.pk).delete()
+    EmailMessage.objects.filter(pk=by_queryset.pk).delete()
+
+    assert (page.status_code, action.status_code) == (302, 302)
+    assert list(EmailMessage.objects.values_list("pk", flat=True)) == [kept.pk]
+    assert not Attachment.objects.filter(email_id=by_page.pk).exists()
+    assert list(VectorRecord.objects.values_list("email_id", flat=True)) == [kept.pk]
+    queued = testing.assert_enqueued(job_types.FORGET_EMAIL, queue=tasks.INDEX_QUEUE, count=4)
+    assert sorted(job.payload["email_id"] for job in queued) == sorted(email.pk for email in deleted)
+    assert all(_points(email.pk) for email in deleted)  # until the job runs
+
+    drained = testing.drain(tasks.INDEX_QUEUE)
+
+    assert (len(drained.succeeded), drained.ran) == (4, 4)
+    assert [_points(email.pk) for email in deleted] == [[], [], [], []]
+    assert _points(kept.pk) == kept_points
 
 
 def test_filters__a_search_narrows_to_labels_sender_domains_and_dates():

@@ -13,6 +13,7 @@ from botocore.stub import Stubber
 
 import language_models
 from language_models import bedrock_embeddings
+from tests.support.model_server import Received
 
 
 def converse_answer(text: str, input_tokens: int = 10, output_tokens: int = 5) -> dict[str, Any]:
@@ -49,3 +50,25 @@ def invoke_answer(body: dict[str, Any]) -> dict[str, Any]:
 
     data = json.dumps(body).encode()
     return {"body": StreamingBody(io.BytesIO(data), len(data)), "contentType": "application/json"}
+
+
+def signed_as_sent(received: Received, url: str, region: str) -> bool:
+    """Whether the request the server ``url`` received carries the SigV4 signature of what
+    arrived (path, signed headers, body), with the test credentials ``x``/``x``: what
+    Bedrock checks."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    authorization = received.headers["authorization"]
+    signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
+    request = AWSRequest(
+        method="POST",
+        url=url + received.path,
+        data=received.data,
+        headers={name: received.headers[name] for name in signed},
+    )
+    request.context["timestamp"] = received.headers["x-amz-date"]
+    signer = SigV4Auth(Credentials("x", "x"), "bedrock", region)
+    signature = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    return authorization.endswith(f"Signature={signature}")

@@ -1,6 +1,7 @@
 """A local HTTP server that answers like a model service: OpenAI's Chat Completions API
 (``POST /v1/chat/completions``), its Embeddings API (``POST /v1/embeddings``) and Amazon
-Bedrock's Converse API (``POST /model/{model id}/converse``).
+Bedrock's Converse API (``POST /model/{model id}/converse``) and InvokeModel for its
+embedding models (``POST /model/{model id}/invoke``: Titan's one text, Cohere's batch).
 
 Tests script its replies: a text answer (rendered in the shape of the API the request
 used, with token usage), an HTTP error with headers (a 429 with ``Retry-After``), a raw
@@ -26,6 +27,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    data: bytes = b""  # the body as it came
 
     @property
     def system(self) -> str:
@@ -104,6 +106,21 @@ def _render(request: Received, reply: Reply) -> bytes:
                 "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
             }
         ).encode()
+    if request.path.endswith("/invoke"):
+        if "texts" in request.body:  # Cohere Embed
+            texts = request.body["texts"]
+            return json.dumps(
+                {
+                    "id": "test",
+                    "texts": texts,
+                    "embeddings": [embedding(text, reply.dimensions) for text in texts],
+                    "response_type": "embeddings_floats",
+                }
+            ).encode()
+        text = request.body.get("inputText", "")  # Titan Text Embeddings
+        return json.dumps(
+            {"embedding": embedding(text, reply.dimensions), "inputTextTokenCount": len(text.split())}
+        ).encode()
     if request.path.endswith("/converse"):
         return json.dumps(
             {
@@ -156,7 +173,7 @@ class ModelServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 request = Received(
-                    self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"{}")
+                    self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"{}"), raw
                 )
                 reply = server._next(request)
                 if reply.hang:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 
@@ -67,6 +68,44 @@ class DrippingServer(SilentServer):
             pass
 
 
+class FloodingServer(SilentServer):
+    """An HTTP server that answers ``status`` with a body of ``size`` bytes (``{"output": ``
+    and then spaces), sent as fast as the client takes it, without a Content-Length: an
+    answer too large to hold, that ends when the connection does.
+
+    ``cut`` is set when the client hung up before the whole body was sent: it stopped
+    reading."""
+
+    def __init__(self, status: int = 200, size: int = 64 * 1024 * 1024) -> None:
+        self.status, self.size = status, size
+        self.cut = threading.Event()
+        super().__init__()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn = self._server.accept()[0]
+            except OSError:
+                continue
+            self.accepted.append(conn)
+            threading.Thread(target=self._flood, args=(conn,), daemon=True).start()
+
+    def _flood(self, conn: socket.socket) -> None:
+        try:
+            conn.recv(65536)
+            conn.sendall(
+                f"HTTP/1.1 {self.status} Flood\r\nContent-Type: application/json\r\n"
+                "Connection: close\r\n\r\n".encode()
+            )
+            conn.sendall(b'{"output": ')
+            piece = b" " * (64 * 1024)
+            for _ in range(self.size // len(piece)):
+                conn.sendall(piece)
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            self.cut.set()
+
+
 def closed_port_url() -> str:
     """An http:// URL of a port nothing listens on (bound, then closed)."""
     probe = socket.socket()
@@ -76,10 +115,12 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+@functools.cache
 def gzip_bomb(decoded_bytes: int, layers: int = 2) -> bytes:
     """``decoded_bytes`` of zeros gzipped ``layers`` times: an answer of a few kilobytes
     (``Content-Encoding: gzip, gzip``) that inflates to ``decoded_bytes``. Built a
-    megabyte at a time, so making it takes no memory to speak of."""
+    megabyte at a time, so making it takes no memory to speak of; built once a process (a
+    few seconds for 200 MB), for every test that sends one."""
     import zlib
 
     encoder = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)

@@ -5,8 +5,11 @@ core's modules import one another in one direction."""
 from __future__ import annotations
 
 import ast
+import importlib
 from graphlib import TopologicalSorter
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "jobs"
@@ -119,15 +122,28 @@ def test_domain_apps_link_jobs_through_the_engines_api_not_its_url_names():
     assert offenders == []
 
 
-def test_workspace_job_type_names_are_spelled_once():
-    from workspaces import job_types
+@pytest.mark.parametrize(
+    ("app", "count"),
+    [
+        # The seed's eleven, the removal of a deleted record's checkout, and two workflow steps.
+        ("workspaces", 14),
+        ("pipeline", 5),  # processing, the sweep, and the email index's catch-up, rebuild, forget
+    ],
+)
+def test_job_type_names_are_spelled_once_and_declared_under_them(app, count):
+    """Each name is written in the app's ``job_types.py`` only, and its ``tasks.py``
+    declares exactly those types: a name spelled again elsewhere drifts unseen."""
+    from jobs import registry
 
+    job_types = importlib.import_module(f"{app}.job_types")
     names = [value for key, value in vars(job_types).items() if key.isupper()]
-    assert len(names) == 12  # the seed's eleven, and the removal of a deleted record's checkout
+    assert len(names) == count
     spelled = {
         name: [path for path, text in _domain_sources().items() if f'"{name}"' in text] for name in names
     }
-    assert spelled == {name: ["workspaces/job_types.py"] for name in names}
+    assert spelled == {name: [f"{app}/job_types.py"] for name in names}
+    declared = {t.name for t in registry.all_types() if t.func.__module__ == f"{app}.tasks"}
+    assert declared == set(names)
 
 
 def _provider_imports() -> dict[str, set[str]]:

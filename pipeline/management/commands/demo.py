@@ -10,9 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 import jobs
-from pipeline import blobs, semantic, switch
+from pipeline import blobs, job_types, semantic, switch
 from pipeline.errors import IndexRefused, VectorIndexUnavailable
-from pipeline.intake import PROCESS_JOB
 from pipeline.models import EmailMessage
 from pipeline.sources import import_paths
 
@@ -111,7 +110,9 @@ class Command(BaseCommand):
 
     def _summary(self) -> None:
         emails = self._demo_emails().prefetch_related("attachments")
-        latest_jobs = {email.pk: jobs.latest_job(PROCESS_JOB, email_id=email.pk) for email in emails}
+        latest_jobs = {
+            email.pk: jobs.latest_job(job_types.PROCESS_EMAIL, email_id=email.pk) for email in emails
+        }
         header = f"   {'#':>3}  {'file':<30} {'subject':<36} {'status':<18} {'labels':<17} job"
         self.stdout.write(header)
         self.stdout.write("   " + "-" * (len(header) - 3))
