@@ -28,7 +28,8 @@ from bench.lib import project
 from bench.lib.stats import percentile, summary
 
 PARTS = [
-    "enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery", "plan", "due-later",
+    "enqueue", "bulk", "drain", "share", "startup", "atomic", "kill", "latency", "idle", "fairness", "recovery",
+    "plan", "due-later",
 ]  # fmt: skip
 DEFAULT_PARTS = ["enqueue", "bulk", "drain", "atomic", "kill", "latency", "idle", "fairness", "recovery"]
 # On MariaDB (--database mysql://…): the drain, wake-up and enqueue figures, and the claim's plan.
@@ -84,8 +85,28 @@ def main() -> None:
         print(
             "  plain runworker:    "
             + summary(shared, "jobs/s")
-            + "  (every queue, fair share: one slot of two)"
+            + "  (every queue, fair share; short jobs borrow the reserved slot)"
         )
+        print(f"  plain / named lane: {statistics.median(shared) / statistics.median(rates):.2f}")
+    if "share" in wanted:
+        # Jobs that take real time: the reserved slot is structural there (one at a time
+        # instead of two) unless they borrow it. One worker, two slots, alternated.
+        named, plain = [], []
+        for _ in range(args.runs):
+            named.append(engine.drain(100, 1, type_name="test.pause", payload={"seconds": 0.1}))
+            plain.append(engine.drain(100, 1, type_name="test.pause", payload={"seconds": 0.1}, shared=True))
+        print("drain 100 x 100 ms, 1 worker, --queue default:2: " + summary(named, "jobs/s"))
+        print("  plain runworker:                            " + summary(plain, "jobs/s"))
+        print(f"  plain / named lane: {statistics.median(plain) / statistics.median(named):.2f}")
+    if "startup" in wanted:
+        first = [engine.start_up(3) for _ in range(args.runs)]
+        burst = [engine.burst_exit(3) for _ in range(args.runs)]
+        print(
+            "start-up, launch to first job: "
+            + summary(first, "s", 3)
+            + "  (plain runworker, median of 3 each)"
+        )
+        print("runworker --burst, one job:    " + summary(burst, "s", 3) + "  (launch to exit)")
     if "atomic" in wanted:
         # Each pair in one sitting: the ratio is the figure, the machine is shared.
         pairs = [

@@ -153,6 +153,9 @@ class JobsSettings:
     PREFETCH_WINDOW: float = _setting(0.02, at_least(0))
     MAX_PREFETCH: int = _setting(32, at_least(0))
     ACK_BATCH: int = _setting(32, at_least(1))
+    # Seconds: jobs known to end within this may borrow the fair share's reserved slot
+    # while no other queue has due jobs (jobs.worker.pool); 0: never.
+    SHARE_BORROW_LIMIT: float = _setting(1.0, at_least(0))
     PREPARED_STATEMENTS: bool = _setting(True)
     WORKER_ASYNC_COMMIT: bool = _setting(True)
     # "transaction" when the default database goes through a pooler in transaction mode

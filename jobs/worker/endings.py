@@ -40,11 +40,13 @@ class Endings:
                 child.returned[position] = outcome  # acknowledged with the batch
             else:
                 child.settled.add(position)
-                self.ended(child.batch[position], outcome, time.monotonic() - child.started)
+                took = time.monotonic() - child.started
+                child.lane.note(child.batch[position], took)
+                self.ended(child.batch[position], outcome, took)
             return True
         returned = child.returned
         batch, settled, took = child.finish()
-        child.lane.observe(took, len(batch))
+        child.lane.observe(took, batch)
         for index, job in enumerate(batch):
             if index not in settled:
                 self.ended(job, returned.get(index, SUCCEEDED), took / len(batch))
@@ -76,6 +78,7 @@ class Endings:
         if index in settled:
             return
         took = time.monotonic() - started
+        child.lane.note(culprit, took)  # a crash or a timeout: as long as it ran
         if failure is not None:
             self.ended(culprit, Outcome.failed(failure), took, how)
         else:

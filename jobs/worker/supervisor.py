@@ -28,6 +28,7 @@ from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
+from jobs.worker import forkserver
 from jobs.worker.endings import Endings
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
@@ -53,7 +54,15 @@ class Supervisor:
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.name = options.name
-        self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
+        self.lanes = [
+            Lane(
+                queues=list(queues),
+                slots=slots,
+                borrow_limit=jobs_settings.SHARE_BORROW_LIMIT,
+                timeout_of=self._timeout,
+            )
+            for queues, slots in options.lanes
+        ]
         self.listener = Listener()
         self.listener_fd: int | None = None  # as registered with the selector
         # What is ready on each registered file: the callback that handles it.
@@ -78,6 +87,7 @@ class Supervisor:
     # --- lifecycle ------------------------------------------------------------------------
 
     def run(self) -> int:
+        forkserver.start()  # first: before any connection, signal handler or session setting
         if jobs_settings.WORKER_ASYNC_COMMIT:
             commit_asynchronously()
         wakeup = self._install_signals()
@@ -178,6 +188,7 @@ class Supervisor:
             else:
                 self._periodic(now)
                 self._fill_and_dispatch()
+                self._after_claims(now)
                 if self.options.burst and self._drained():
                     return
             if self._busy():
@@ -202,7 +213,13 @@ class Supervisor:
         if self._busy() or any(lane.buffer or lane.maybe_work for lane in self.lanes):
             return False
         if self.results:
-            return False
+            # Write them now rather than at the next turn: that turn would wait for the
+            # next poll, as nothing else is left to wake it.
+            if self.results.requeues():
+                self.promoter.soon()  # learn when those retries come due
+            self.results.flush()
+            if self.results:
+                return False  # the database is away: they wait for it
         if not self.burst_rechecked:
             # One more look: a job may have become due while the last ones ran.
             self.burst_rechecked = True
@@ -289,6 +306,11 @@ class Supervisor:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):
             self._connect_listener()
+
+    def _after_claims(self, now: float) -> None:
+        """What need not hold up a turn's claims (at start-up, the first jobs): the queue
+        depths' sample, and the timers' due slots, whose first look also installs the
+        declared timers."""
         if now >= self.next_depth_sample and self.db.available(now):
             # One worker of the fleet samples each minute's queue depths (jobs.rollup);
             # the others find the minute booked.

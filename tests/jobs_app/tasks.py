@@ -51,6 +51,26 @@ def sleep(ctx: JobContext, *, seconds: float, marker: str = "", gate: str = "") 
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
 
 
+@job("test.sockets", queue="default", attempts=1)
+def sockets(ctx: JobContext, *, path: str) -> None:
+    """Writes how many TCP sockets this process holds, before it opens any: a child that
+    inherited its supervisor's (or forkserver's) database connection would hold one."""
+    fds = Path("/proc/self/fd")
+    inodes = {os.readlink(fds / fd)[8:-1] for fd in os.listdir(fds) if _is_socket(fds / fd)}
+    tcp = set()
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        with open(table) as rows:
+            tcp |= {row.split()[9] for row in list(rows)[1:]}
+    Path(path).write_text(str(len(inodes & tcp)))
+
+
+def _is_socket(fd: Path) -> bool:
+    try:
+        return os.readlink(fd).startswith("socket:[")
+    except OSError:
+        return False  # closed meanwhile (the directory listing's own descriptor)
+
+
 @job("test.exit", queue="default", attempts=2, backoff=(0.2,))
 def exit_process(ctx: JobContext, *, code: int = 1) -> None:
     os._exit(code)
