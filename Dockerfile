@@ -24,6 +24,9 @@ COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 
 COPY . .
+# The project's bytecode, compiled now: with PYTHONDONTWRITEBYTECODE (and /app read-only to
+# user 10001) every worker would otherwise compile its modules again at each start.
+RUN python -m compileall -q config jobs language_models pipeline workspaces
 RUN useradd --create-home --uid 10001 --user-group app \
     && mkdir -p /app/var \
     && chown app:app /app/var

@@ -8,6 +8,7 @@
     .venv/bin/python -m bench.throughput --only kill     # writes applied twice under kill -9
     .venv/bin/python -m bench.throughput --only limits   # drains under flow limits (rate, concurrency)
     .venv/bin/python -m bench.throughput --scale         # + drain with 1M finished, 100k queued
+    .venv/bin/python -m bench.throughput --only due-later # drain beside 1M jobs due later, alternated
     .venv/bin/python -m bench.throughput --memory        # + 100,000 jobs through one worker
 
 Every figure is the median of --runs runs (default 3) with min–max. Workers run with
@@ -28,18 +29,9 @@ from bench.lib import project
 from bench.lib.stats import percentile, summary
 
 PARTS = [
-    "enqueue",
-    "bulk",
-    "drain",
-    "atomic",
-    "kill",
-    "latency",
-    "idle",
-    "fairness",
-    "recovery",
-    "plan",
-    "limits",
-]
+    "enqueue", "bulk", "drain", "share", "startup", "atomic", "kill", "latency", "idle", "fairness", "recovery",
+    "plan", "due-later", "limits",
+]  # fmt: skip
 DEFAULT_PARTS = [
     "enqueue",
     "bulk",
@@ -107,8 +99,28 @@ def main() -> None:
         print(
             "  plain runworker:    "
             + summary(shared, "jobs/s")
-            + "  (every queue, fair share: one slot of two)"
+            + "  (every queue, fair share; short jobs borrow the reserved slot)"
         )
+        print(f"  plain / named lane: {statistics.median(shared) / statistics.median(rates):.2f}")
+    if "share" in wanted:
+        # Jobs that take real time: the reserved slot is structural there (one at a time
+        # instead of two) unless they borrow it. One worker, two slots, alternated.
+        named, plain = [], []
+        for _ in range(args.runs):
+            named.append(engine.drain(100, 1, type_name="test.pause", payload={"seconds": 0.1}))
+            plain.append(engine.drain(100, 1, type_name="test.pause", payload={"seconds": 0.1}, shared=True))
+        print("drain 100 x 100 ms, 1 worker, --queue default:2: " + summary(named, "jobs/s"))
+        print("  plain runworker:                            " + summary(plain, "jobs/s"))
+        print(f"  plain / named lane: {statistics.median(plain) / statistics.median(named):.2f}")
+    if "startup" in wanted:
+        first = [engine.start_up(3) for _ in range(args.runs)]
+        burst = [engine.burst_exit(3) for _ in range(args.runs)]
+        print(
+            "start-up, launch to first job: "
+            + summary(first, "s", 3)
+            + "  (plain runworker, median of 3 each)"
+        )
+        print("runworker --burst, one job:    " + summary(burst, "s", 3) + "  (launch to exit)")
     if "atomic" in wanted:
         # Each pair in one sitting: the ratio is the figure, the machine is shared.
         pairs = [
@@ -182,6 +194,22 @@ def main() -> None:
         print("drain, empty table:   " + summary(empty, "jobs/s"))
         print("drain, 1M + 100k:     " + summary(big, "jobs/s"))
         print(f"ratio: {statistics.median(big) / statistics.median(empty):.2f}")
+    if "due-later" in wanted:
+        # 1,000,000 jobs due tomorrow at priority high, ahead of the drained (normal) jobs in
+        # claim order: every claim that reads queued jobs in that order meets them first.
+        # Runs alternate with the empty table, so both see the same machine.
+        engine.reset()
+        fill.history(0, 1_000_000, queued_priority=-50)
+        print("claim plan with 1M jobs due later (high priority):\n" + engine.claim_plan())
+        empty, waiting = [], []
+        for _ in range(args.runs):
+            empty.append(engine.drain(args.jobs, args.workers))
+            waiting.append(
+                engine.drain(args.jobs, args.workers, backlog=(0, 1_000_000), waiting_priority=-50)
+            )
+        print("drain, empty table:        " + summary(empty, "jobs/s"))
+        print("drain, 1M due later:       " + summary(waiting, "jobs/s"))
+        print(f"ratio: {statistics.median(waiting) / statistics.median(empty):.2f}")
     if args.memory:
         early, late = engine.memory(100_000)
         print(

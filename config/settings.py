@@ -182,6 +182,7 @@ globals().update(
         "JOBS_SHUTDOWN_TIMEOUT",
         "JOBS_PROGRESS_INTERVAL",
         "JOBS_PREFETCH_WINDOW",
+        "JOBS_SHARE_BORROW_LIMIT",
         "JOBS_KEEP_FINISHED_DAYS",
         "JOBS_MAX_RUN_AT_DAYS",
         "JOBS_MAX_RETRY_LATER_SECONDS",
@@ -189,6 +190,7 @@ globals().update(
         "JOBS_SCHEDULE_GRACE",
         "JOBS_SCHEDULE_CATCH_UP_WINDOW",
         "JOBS_SCHEDULE_CLOCK_OFFSET",  # tests only: moves the timers' clock
+        "JOBS_ROLLUP_KEEP_DAYS",
     )
     | env.given(
         "integer",
@@ -198,9 +200,11 @@ globals().update(
         "JOBS_MAX_PAYLOAD_BYTES",
         "JOBS_MAX_PAYLOAD_DEPTH",
         "JOBS_ADMIN_TEXT_CHARS",
+        "JOBS_TRY_LOG_LINES",
+        "JOBS_TRY_LOG_BYTES",
     )
     | env.given("flag", "JOBS_SCHEDULER")
-    | env.given("text", "JOBS_CLOUDWATCH_NAMESPACE", "JOBS_METRICS_TOKEN")
+    | env.given("text", "JOBS_CLOUDWATCH_NAMESPACE", "JOBS_METRICS_TOKEN", "JOBS_TRY_LOG_LEVEL")
 )
 # This platform's own choices. Behind a transaction pooler a prepared statement lives in one
 # server session and the next transaction may run in another (PgBouncer 1.21+ with

@@ -3,7 +3,7 @@
 timers, and the admin hooks for a project's own pages.
 
 The guide is the documentation site: docs/jobs.md (declaring and enqueuing), docs/api.md
-(every name exported here), docs/timers.md, docs/flow-control.md, docs/admin.md,
+(every name exported here), docs/timers.md, docs/workflows.md, docs/flow-control.md, docs/admin.md,
 docs/testing.md.
 
 Django imports this package before any model can load, so what needs the models (the
@@ -38,9 +38,13 @@ if TYPE_CHECKING:
 
     from jobs.admin.record_page import JobButton, RecordJobsMixin
     from jobs.declare import JobFunction, job
-    from jobs.models import Job, TimerSlot
+    from jobs.models import Job, TimerSlot, Workflow
+    from jobs.workflow.flow import Chain, Flow, Group, Step
+    from jobs.workflow.progress import StepState
 
 __all__ = [
+    "Chain",
+    "Group",
     "InvalidJobOption",
     "InvalidPayload",
     "InvalidTransition",
@@ -53,16 +57,21 @@ __all__ = [
     "RecordJobsMixin",
     "RetryLater",
     "RetryableError",
+    "Step",
     "TimerCommand",
     "UnknownJobType",
+    "Workflow",
     "active_job",
     "admin_list_url",
     "admin_url",
     "cancel",
     "cancel_if_queued",
+    "cancel_workflow",
+    "chain",
     "dismiss",
     "enqueue",
     "enqueue_many",
+    "group",
     "has_active_job",
     "job",
     "jobs_about",
@@ -78,15 +87,25 @@ __all__ = [
     "resume_queue",
     "resume_timer",
     "retry",
+    "retry_workflow",
     "run_burst_worker",
     "run_timer_now",
     "set_queue_limits",
+    "start",
+    "step",
     "timer_slots",
+    "workflow_steps",
+    "workflow_url",
+    "workflows_for",
 ]
 
 # Names that need the app registry, and the module that defines each.
 _LOADED_ON_USE = {
     "Job": "jobs.models",
+    "Workflow": "jobs.models",
+    "Step": "jobs.workflow.flow",
+    "Chain": "jobs.workflow.flow",
+    "Group": "jobs.workflow.flow",
     "job": "jobs.declare",
     "JobFunction": "jobs.declare",
     "JobButton": "jobs.admin.record_page",
@@ -267,6 +286,112 @@ def reset_queue_limits(queue: str) -> None:
     from jobs.flow import queues
 
     queues.reset_limits(queue)
+
+
+# --- workflows ------------------------------------------------------------------------------
+
+
+def step(
+    job_type: str | JobFunction | Any,
+    payload: dict[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    priority: str | None = None,
+    delay: float | None = None,
+    dedupe_key: str | None = None,
+    results_as: str | None = None,
+) -> Step:
+    """One step of a workflow: a job of ``job_type`` (a declared type's name, its ``@job``
+    declaration, or a django.tasks ``@task``) with ``payload``, enqueued when the steps it
+    waits for succeeded. Checked here, as ``enqueue`` checks a job.
+
+    ``name`` names it in its workflow (``ctx.upstream_results`` of the steps after it; by
+    default its type, with its dedupe key: ``repository.ingest[repository:7]``, numbered
+    where it repeats). ``delay`` seconds from its release to its run. ``results_as``: its
+    handler also gets the upstream results as this keyword argument."""
+    from jobs.workflow import flow
+
+    return flow.step(
+        job_type,
+        payload,
+        name=name,
+        priority=priority,
+        delay=delay,
+        dedupe_key=dedupe_key,
+        results_as=results_as,
+    )
+
+
+def chain(*parts: Flow) -> Chain:
+    """Steps (or chains, or groups) one after the other: each starts when the previous one
+    succeeded."""
+    from jobs.workflow import flow
+
+    return flow.chain(*parts)
+
+
+def group(members: Iterable[Flow], *, then: Flow | None = None) -> Group:
+    """Steps (or chains, or groups) in parallel; ``then`` starts once all succeeded."""
+    from jobs.workflow import flow
+
+    return flow.group(members, then=then)
+
+
+def start(flow: Flow, *, name: str | None = None, dedupe_key: str | None = None) -> Workflow:
+    """Start a workflow in the caller's transaction (commit makes it run, rollback drops
+    it): its steps and edges in a few bulk statements, and the jobs of its first steps.
+    ``name`` says what it is (its first step's type by default); with ``dedupe_key``, a
+    running workflow of that name and key is returned instead of starting a second."""
+    from jobs.workflow import progress
+
+    return progress.start(flow, name=name, dedupe_key=dedupe_key)
+
+
+def cancel_workflow(workflow: Workflow | int) -> Workflow:
+    """Cancel a running or failed workflow: its waiting steps and queued jobs are
+    cancelled; a running step is waited out. Any other status raises
+    ``InvalidTransition``."""
+    from jobs.workflow import progress
+
+    return progress.cancel(workflow)
+
+
+def retry_workflow(workflow: Workflow | int) -> Workflow:
+    """Queue the job of each failed step of a failed workflow again: it resumes where it
+    stopped. Any other status raises ``InvalidTransition``."""
+    from jobs.workflow import progress
+
+    return progress.retry(workflow)
+
+
+def workflows_for(name: str, *, dedupe_key: str | None = None) -> QuerySet[Workflow]:
+    """The kept workflows of ``name`` (and ``dedupe_key``, if given), newest first."""
+    from jobs.models import Workflow
+
+    rows = Workflow.objects.filter(name=name)
+    if dedupe_key is not None:
+        rows = rows.filter(dedupe_key=dedupe_key)
+    return rows.order_by("-id")
+
+
+def workflow_steps(workflow: Workflow | int) -> list[StepState]:
+    """A workflow's steps by column (``depth``: each right of the steps it waits for), then
+    number (``position``), each with its ``name``, ``type``, ``payload``, ``result``,
+    ``job_id`` and ``shown_status``: its job's status while it has one (queued, running,
+    retrying; blocked while its dedupe key is held), else its own (waiting, succeeded,
+    failed, cancelled)."""
+    from jobs.workflow import progress
+
+    return progress.steps_of(workflow if isinstance(workflow, int) else workflow.pk)
+
+
+def workflow_url(workflow: Workflow | int) -> str:
+    """The address of a workflow's page in the admin (a ``Workflow`` or its id)."""
+    from django.urls import reverse
+
+    return reverse(
+        "admin:platform_workflow_change", args=[workflow if isinstance(workflow, int) else workflow.pk]
+    )
 
 
 # --- timers ---------------------------------------------------------------------------------

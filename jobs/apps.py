@@ -26,6 +26,8 @@ class JobsConfig(AppConfig):
         from jobs.timetable import runs
 
         runs.declare_all()  # each timer's runs are a job type (declared once the tasks are)
+        from jobs import bulk  # noqa: F401 - the engine's own job type: Retry/Dismiss all matching
+
         post_migrate.connect(_install_timers, sender=self, dispatch_uid="jobs.install_timers")
         _guard_django_q()
 

@@ -1,6 +1,6 @@
 """The engine's system checks, every id under ``platform.``.
 
-The settings (every command runs these): a value that is not of its kind or out of range
+The settings (every command runs these, ``runworker`` only these: ``WORKER_TAG``): a value that is not of its kind or out of range
 (``platform.E001``), the supervisor's asynchronous commit behind a transaction pooler
 (``platform.E002``), a LISTEN database that is not PostgreSQL (``platform.E003``), and a
 setting still under its old, unprefixed name (``platform.W003``).
@@ -33,6 +33,10 @@ BAD_SETTING = "platform.E001"
 ASYNC_COMMIT_BEHIND_POOLER = "platform.E002"
 LISTEN_NOT_POSTGRESQL = "platform.E003"
 TABLES = {"jobs_job", "jobs_worker", "jobs_timer", "jobs_queue"}
+#: The tag of the checks ``runworker`` runs before it starts (the settings'): the project's
+#: other checks (models, admin, URLs) are ``manage.py check``'s and the deployment's, and
+#: cost a worker tens of milliseconds at every start.
+WORKER_TAG = "platform_worker"
 
 
 def _read[T](databases: Any, measure: Callable[[], list[T]]) -> list[T]:
@@ -67,7 +71,7 @@ def check_timers_run(app_configs: Any = None, databases: Any = None, **kwargs: A
     ]
 
 
-@register()
+@register(WORKER_TAG)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     messages: list[CheckMessage] = []
     for setting in conf.declared():

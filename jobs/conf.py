@@ -161,6 +161,9 @@ class JobsSettings:
     PREFETCH_WINDOW: float = _setting(0.02, at_least(0))
     MAX_PREFETCH: int = _setting(32, at_least(0))
     ACK_BATCH: int = _setting(32, at_least(1))
+    # Seconds: jobs known to end within this may borrow the fair share's reserved slot
+    # while no other queue has due jobs (jobs.worker.pool); 0: never.
+    SHARE_BORROW_LIMIT: float = _setting(1.0, at_least(0))
     PREPARED_STATEMENTS: bool = _setting(True)
     WORKER_ASYNC_COMMIT: bool = _setting(True)
     # "transaction" when the default database goes through a pooler in transaction mode
@@ -177,6 +180,8 @@ class JobsSettings:
     # The longest a job that raised RetryLater waits before it runs again, whatever the
     # host asked for (a rate limit's reset, a Retry-After).
     MAX_RETRY_LATER_SECONDS: float = _setting(6 * 3600.0, at_least(1))
+    # The most steps a workflow holds, those added while it runs included (``jobs.workflow``).
+    WORKFLOW_MAX_STEPS: int = _setting(10_000, at_least(1))
     ADMIN_TEXT_CHARS: int = _setting(20_000, at_least(100))
     CLOUDWATCH_NAMESPACE: str = _setting("")
     METRICS_WINDOW: float = _setting(300.0, at_least(1))
@@ -190,6 +195,12 @@ class JobsSettings:
     SCHEDULE_GRACE: float = _setting(60.0, at_least(0))
     SCHEDULE_CATCH_UP_WINDOW: float = _setting(86400.0, at_least(0))
     SCHEDULE_CLOCK_OFFSET: float = _setting(0.0)
+    # Each try's log (jobs.try_log): the lowest level kept, and its bounds per try.
+    TRY_LOG_LEVEL: str = _setting("INFO", one_of("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    TRY_LOG_LINES: int = _setting(1000, at_least(2))
+    TRY_LOG_BYTES: int = _setting(64 * 1024, at_least(1024))
+    # How long the charts' rollup and the queue depth samples are kept (jobs.rollup).
+    ROLLUP_KEEP_DAYS: float = _setting(7.0, at_least(1))
     # False: a project adding the engine keeps its own django-q2 task lists in the admin index.
     DJANGO_Q_SCHEDULER_ONLY: bool = _setting(False, old_name="DJANGO_Q_SCHEDULER_ONLY")
     # Dotted names of functions django-q2 may run besides the timers (jobs.schedule_guard).

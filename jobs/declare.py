@@ -5,6 +5,7 @@ def ingest_repository(ctx: JobContext, *, repository_id: int) -> None: ...
 
 ingest_repository.enqueue(repository_id=7)
 ingest_repository.using(priority="high").enqueue(repository_id=7)
+jobs.start(jobs.chain(ingest_repository.step(repository_id=7), ...))   # a workflow's step
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobs import registry, store, validation
 from jobs.context import JobContext
@@ -20,6 +21,9 @@ from jobs.flow.limits import TypeLimits
 from jobs.keys import KeyTemplate
 from jobs.models import Job
 from jobs.registry import JobType
+
+if TYPE_CHECKING:
+    from jobs.workflow.flow import Step
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,14 @@ class JobFunction:
 
     def enqueue(self, **payload: Any) -> Job:
         return store.enqueue(self.job_type.name, payload, **self.options)
+
+    def step(self, **payload: Any) -> Step:
+        """A workflow step of this type (``jobs.step``), with the priority and dedupe key
+        of ``using``."""
+        from jobs.workflow.flow import step
+
+        options = {key: self.options[key] for key in ("priority", "dedupe_key") if key in self.options}
+        return step(self.job_type.name, payload, **options)
 
 
 def _not_declared_yet(ctx: JobContext, **payload: Any) -> None:

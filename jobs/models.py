@@ -61,6 +61,12 @@ class Job(models.Model):
     # NULL, not "": the partial unique index ignores jobs without a key.
     dedupe_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     run_at = models.DateTimeField(db_default=Now())
+    # Internal, never shown: queued with a run_at that was still ahead when it was written
+    # (a delayed enqueue, a retry's backoff, RetryLater, the reaper's take-back). Such a job
+    # stays out of the claims' range of the claim indexes until a worker promotes it when
+    # it is due (``jobs.store.promote_due``), so a claim never reads past it however many
+    # wait. It still reads "queued" everywhere: the API, django.tasks, the admin, metrics.
+    due_later = models.BooleanField(default=False, db_default=False)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3)
     # Tries used before an operator's last Retry (which gives a new budget): the audit log
@@ -82,6 +88,21 @@ class Job(models.Model):
     # A failed job stays failed (in its queue's failed list) until an operator retries or
     # dismisses it; dismissed, it leaves the failed list and is pruned after the retention.
     dismissed_at = models.DateTimeField(null=True, blank=True)
+    # The W3C trace context of the span current at enqueue (``jobs.tracing``), so the tries
+    # continue the enqueuer's trace; NULL when tracing is off or no span was current.
+    traceparent = models.CharField(max_length=55, null=True, blank=True)  # noqa: DJ001
+    # The workflow step this job runs (``jobs.workflow``); NULL for a job of its own. No
+    # foreign key in the database: adding the column to a big table then changes only the
+    # catalogue, and nothing checks it on the enqueue path. A workflow's pruning clears it.
+    step = models.ForeignKey(
+        "WorkflowStep",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
     # Flow control (``jobs.flow``): the limit keys this job counts against, rendered at
     # enqueue from its type's templates ("repository:7", or "type:<name>" for a type-wide
     # limit); NULL for a job without such a limit. A claim counts the running jobs of a
@@ -97,19 +118,30 @@ class Job(models.Model):
         permissions = [("view_jobs", "Can view the background jobs page")]
         indexes = [
             # The claim of a one-queue lane (``--queue ai:1``): that queue's next due job by
-            # priority, run_at, id, read in index order. Partial, so a million finished
-            # rows add nothing to it.
+            # priority, run_at, id, read in index order among the jobs not due later, so
+            # the claim starts at the first claimable entry and stops after ``limit``
+            # however many jobs wait for a later time. Partial, so a million finished rows
+            # add nothing to it; every queued job is in it (the admin's queued list and
+            # counts, the metrics read it too).
             models.Index(
-                fields=["queue", "priority", "run_at", "id"],
+                fields=["queue", "due_later", "priority", "run_at", "id"],
                 condition=models.Q(status="queued"),
                 name="jobs_claim",
             ),
             # The claim of a lane serving several queues (the default lane): the same order
             # across queues, so PostgreSQL reads the first rows instead of sorting them all.
             models.Index(
-                fields=["priority", "run_at", "id"],
+                fields=["due_later", "priority", "run_at", "id"],
                 condition=models.Q(status="queued"),
                 name="jobs_claim_any",
+            ),
+            # The jobs due later, by run_at: a worker's promotion reads those now due from
+            # the front, and the moment the next one is due is its first entry. Partial:
+            # only a job waiting for a later time has an entry.
+            models.Index(
+                fields=["run_at"],
+                condition=models.Q(status="queued", due_later=True),
+                name="jobs_due_later",
             ),
             # Heartbeats (by worker) and the reaper (stale heartbeats): running rows only.
             models.Index(
@@ -119,10 +151,11 @@ class Job(models.Model):
             ),
             # Flow control: the claim of the queued jobs that carry a limit key, in claim
             # order, in a queue whose other jobs need no limit (those keep the plain claim,
-            # which skips these). Partial: a job without limit keys adds no entry.
+            # which skips these). Partial: a job without limit keys, or due later, adds no
+            # entry.
             models.Index(
                 fields=["queue", "priority", "run_at", "id"],
-                condition=models.Q(status="queued")
+                condition=models.Q(status="queued", due_later=False)
                 & (models.Q(concurrency_key__isnull=False) | models.Q(rate_key__isnull=False)),
                 name="jobs_claim_keyed",
             ),
@@ -171,6 +204,13 @@ class Job(models.Model):
                 condition=models.Q(status__in=["queued", "running"], dedupe_key__isnull=False),
                 name="jobs_dedupe_active",
             ),
+            # One job per workflow step, whatever the race: a second release of a step
+            # inserts nothing. It also finds a step's job (a workflow's page, its graph).
+            # Partial, so a job outside a workflow adds no entry. (MariaDB: a unique index
+            # on the column, migration 0014.)
+            models.UniqueConstraint(
+                fields=["step"], condition=models.Q(step__isnull=False), name="jobs_step_job"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -217,6 +257,92 @@ class JobAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} #{self.job_id} try {self.attempt}: {self.error_class}"
+
+
+class TryLog(models.Model):
+    """What a handler logged during one try (``jobs.try_log``), bounded; a try that logged
+    nothing has no row. Written by the supervisor as the progress is (live, at the progress
+    interval) and once more when the try ends; removed with its job (the database cascades).
+
+    ``attempt`` is the claim's (1 for a job's first try after an operator's Retry too); an
+    operator's Retry stamps the logs of the budget it ends with the tries used before it
+    (``earlier``, -1 while the budget is the job's current one), so a try's number in the
+    job's whole life is ``earlier + attempt`` (``Job.earlier_attempts`` while -1)."""
+
+    CURRENT = -1
+
+    # No index of its own: the unique (job, earlier, attempt) index leads with it.
+    job = models.ForeignKey(Job, on_delete=models.DB_CASCADE, related_name="try_logs", db_index=False)
+    attempt = models.PositiveSmallIntegerField()
+    earlier = models.IntegerField(default=CURRENT)
+    text = models.TextField(blank=True, default="")
+    lines = models.PositiveIntegerField(default=0)
+    # Where the log was cut ("" when it was not): the line count or the bytes it reached.
+    cut = models.CharField(max_length=200, blank=True, default="")
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "jobs_try_log"
+        constraints = [
+            models.UniqueConstraint(fields=["job", "earlier", "attempt"], name="jobs_try_log_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"log of #{self.job_id} try {self.attempt}"
+
+    def life_attempt(self, earlier_attempts: int) -> int:
+        """The try's number across the job's life (``JobAttempt.attempt``'s numbering)."""
+        return (earlier_attempts if self.earlier == self.CURRENT else self.earlier) + self.attempt
+
+
+class Rollup(models.Model):
+    """How the tries that finished behaved, summed per span of minutes (1 and 15), queue,
+    type and outcome (``jobs.rollup``): one row per bucket of a log-scale histogram of one
+    measure (wait: due to started; run: started to finished) holding how many tries fell in
+    it. Written once per acknowledgement batch, read by the charts and the Prometheus
+    histograms, pruned on its own retention (``JOBS_ROLLUP_KEEP_DAYS``)."""
+
+    # The key is the primary key, the rows of one chart together: span, then queue and type
+    # (a queue's rows for all types, or the fleet's: ``jobs.rollup.ALL``), then minute. So a
+    # chart reads one range (InnoDB keeps the rows in that order: one sweep).
+    pk = models.CompositePrimaryKey("span", "queue", "type", "minute", "outcome", "measure", "bucket")
+    span = models.PositiveSmallIntegerField()  # minutes
+    minute = models.DateTimeField()  # the span's start
+    queue = models.CharField(max_length=50)
+    type = models.CharField(max_length=100)
+    outcome = models.CharField(max_length=10)  # succeeded, failed, retried
+    measure = models.CharField(max_length=1)  # "w" (wait) or "r" (run)
+    bucket = models.SmallIntegerField()
+    tries = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "jobs_rollup"
+        indexes = [
+            # Pruning (minute < cutoff) and Prometheus' last minutes of every queue. Rows are
+            # added, not moved: an update of ``tries`` touches no index.
+            models.Index(fields=["minute"], name="jobs_rollup_minute"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.minute:%Y-%m-%d %H:%M} {self.queue} {self.type} {self.outcome}"
+
+
+class QueueDepth(models.Model):
+    """A queue's depth at one minute (due and running jobs), sampled by one worker of the
+    fleet a minute (``jobs.rollup.sample_depth``); the row of queue "" marks the minute as
+    taken. Pruned with the rollup."""
+
+    pk = models.CompositePrimaryKey("minute", "queue")
+    minute = models.DateTimeField()
+    queue = models.CharField(max_length=50)
+    due = models.IntegerField(default=0)
+    running = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "jobs_queue_depth"
+
+    def __str__(self) -> str:
+        return f"{self.minute:%Y-%m-%d %H:%M} {self.queue}"
 
 
 class Worker(models.Model):
@@ -361,3 +487,133 @@ class TimerSlot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.timer_id} @ {self.slot:%Y-%m-%d %H:%M:%S}"
+
+
+# --- workflows (``jobs.workflow``) ----------------------------------------------------------
+
+
+class Workflow(models.Model):
+    """Steps (jobs of declared types) and the order they run in: chains and groups. Its
+    progress commits with each step's completion (``jobs.workflow.progress``)."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    name = models.CharField(max_length=100)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    # NULL, not "": the partial unique index ignores workflows without a key.
+    dedupe_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    steps = models.PositiveIntegerField(default=0, help_text="Steps in the workflow.")
+    # Steps not succeeded yet: the step whose success brings it to zero ends the workflow.
+    unfinished = models.PositiveIntegerField(default=0)
+    message = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(db_default=Now())
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # The W3C trace context current at ``jobs.start`` (``jobs.tracing``): every step's job
+    # is inserted with it, so the steps' tries continue the trace that started the
+    # workflow. NULL when tracing is off or no span was current.
+    traceparent = models.CharField(max_length=55, null=True, blank=True)  # noqa: DJ001
+
+    class Meta:
+        db_table = "jobs_workflow"
+        ordering = ["-id"]
+        indexes = [
+            # The Workflows page filtered by status, newest first.
+            models.Index(fields=["status", "id"], name="jobs_workflow_status"),
+            # The workflows of a key, newest first (``jobs.workflows_for``, the search).
+            models.Index(fields=["dedupe_key", "id"], name="jobs_workflow_key"),
+        ]
+        constraints = [
+            # At most one running workflow per (name, dedupe_key): ``jobs.start`` relies on
+            # it. (MariaDB: a generated column and a unique index, migration 0014.)
+            models.UniqueConstraint(
+                fields=["name", "dedupe_key"],
+                condition=models.Q(status="running", dedupe_key__isnull=False),
+                name="jobs_workflow_running_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} #{self.pk}"
+
+    @property
+    def succeeded_steps(self) -> int:
+        return self.steps - self.unfinished
+
+
+class WorkflowStep(models.Model):
+    """One step of a workflow: the job it becomes once every step it waits for succeeded.
+
+    Its job row is inserted only then (``released``), so the claim, the dedupe index and
+    the limits see an ordinary job; until then the step holds what the job will be."""
+
+    class Status(models.TextChoices):
+        WAITING = "waiting"  # for ``pending`` upstream steps
+        RELEASED = "released"  # its job is queued or running (or waits for its dedupe key)
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.DB_CASCADE, related_name="+", db_index=False)
+    # Its number in the workflow (1, 2, …, in the order the flow lists the steps).
+    position = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    # What its job will be, checked when the workflow was started (``jobs.validation``).
+    type = models.CharField(max_length=100)
+    queue = models.CharField(max_length=50)
+    priority = models.SmallIntegerField(default=Priority.NORMAL)
+    payload = models.JSONField(default=dict, blank=True)
+    dedupe_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    delay = models.FloatField(null=True, blank=True, help_text="Seconds from its release to its run.")
+    # The keyword its handler gets the upstream results under ("" for ``ctx`` only).
+    results_as = models.CharField(max_length=50, blank=True, default="")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.WAITING)
+    # Upstream steps not succeeded yet: released when it reaches zero.
+    pending = models.PositiveIntegerField(default=0)
+    # Its column in the workflow's graph: every upstream step's is smaller.
+    depth = models.PositiveIntegerField(default=0)
+    # What its handler returned (JSON), for the steps that wait for it.
+    result = models.JSONField(null=True, blank=True)
+    message = models.CharField(max_length=200, blank=True, default="")
+    # The step that added it while it ran (``ctx.add_steps``); NULL for a step started with
+    # the workflow.
+    added_by = models.BigIntegerField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "jobs_workflow_step"
+        ordering = ["workflow", "position"]
+        constraints = [
+            # Names a step in ``ctx.upstream_results``; a step added again under its name
+            # (a plain step that added it and was retried) is not added twice.
+            models.UniqueConstraint(fields=["workflow", "name"], name="jobs_workflow_step_name"),
+        ]
+        indexes = [
+            # A workflow's graph: its columns in order, each column's first steps.
+            models.Index(fields=["workflow", "depth", "position"], name="jobs_workflow_step_graph"),
+            # The released steps whose job waits for its dedupe key (``release_blocked``).
+            models.Index(fields=["status"], name="jobs_workflow_step_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"step #{self.position} {self.name} of workflow #{self.workflow_id}"
+
+
+class WorkflowEdge(models.Model):
+    """``downstream`` waits for ``upstream`` to succeed."""
+
+    pk = models.CompositePrimaryKey("upstream", "downstream")
+    # No index of its own: the primary key leads with it (a step's successors).
+    upstream = models.ForeignKey(WorkflowStep, on_delete=models.DB_CASCADE, related_name="+", db_index=False)
+    # A step's upstream steps (their results; the graph).
+    downstream = models.ForeignKey(WorkflowStep, on_delete=models.DB_CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "jobs_workflow_edge"
+
+    def __str__(self) -> str:
+        return f"{self.upstream_id} → {self.downstream_id}"

@@ -20,6 +20,17 @@ memory. All metrics are gauges labelled by ``queue`` (``jobs_workers_live`` has 
     jobs_timer_last_success_age_seconds{timer}  seconds since its last successful slot
                                           (or since it was installed, never run)
 
+From the rollup of finished tries (``jobs.rollup``: one grouped read of its minute rows),
+over the same window:
+
+    jobs_finished_recent{queue,outcome}   tries finished (succeeded, retried, failed)
+    jobs_wait_seconds{queue}              gauge histogram of the tries' waits (due → started)
+    jobs_run_seconds{queue}               gauge histogram of their run times
+
+The histograms' buckets are every second octave from 1 ms (``le`` 0.001, 0.004, 0.016, …,
+about 4,194 s, +Inf), exact sums of the rollup's own buckets; ``histogram_quantile`` reads
+them, and ``_gsum`` is estimated from the buckets' middles (within 9 %).
+
 Failures are a gauge over a window, not a ``jobs_failed_total`` counter: a counter must
 never go down, and the table it would be counted from does (an operator retries or
 dismisses a failed job), while a counter kept in memory would live in the workers, which
@@ -31,12 +42,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from django.utils import timezone
+from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from jobs import metrics
+from jobs import metrics, rollup
+from jobs.conf import jobs_settings
 from jobs.timetable import health
 
 
@@ -108,12 +122,47 @@ class JobsCollector(Collector):
         for gauge in GAUGES:
             yield gauge.family(None)
         yield from _timer_families([])
+        yield from _rollup_families(None)
 
     def collect(self) -> Iterator[Metric]:
         figures = metrics.measure()
         for gauge in GAUGES:
             yield gauge.family(figures)
         yield from _timer_families(health.timer_states())
+        since = timezone.now() - timedelta(seconds=jobs_settings.METRICS_WINDOW)
+        yield from _rollup_families(rollup.recent(since))
+
+
+#: The rollup buckets whose upper bounds are the histograms' ``le``: every second octave.
+HISTOGRAM_BUCKETS = tuple(range(0, rollup.LAST_BUCKET, 2 * rollup.BUCKETS_PER_OCTAVE))
+_HISTOGRAMS = {
+    rollup.WAIT: ("jobs_wait_seconds", "Waits (due to started) of the tries finished in the window."),
+    rollup.RUN: ("jobs_run_seconds", "Run times of the tries finished in the window."),
+}
+
+
+def _rollup_families(recent: rollup.Recent | None) -> Iterator[Metric]:
+    finished = GaugeMetricFamily(
+        "jobs_finished_recent",
+        "Tries finished within the last JOBS_METRICS_WINDOW seconds, by outcome.",
+        labels=["queue", "outcome"],
+    )
+    histograms = {
+        measure: GaugeHistogramMetricFamily(name, text, labels=["queue"])
+        for measure, (name, text) in _HISTOGRAMS.items()
+    }
+    if recent is not None:
+        for (queue, outcome), count in sorted(recent.finished.items()):
+            finished.add_metric([queue, outcome], count)
+        for (queue, measure), histogram in sorted(recent.histograms.items()):
+            buckets = [
+                (f"{rollup.upper_bound(index):g}", float(histogram.up_to(index)))
+                for index in HISTOGRAM_BUCKETS
+            ]
+            buckets.append(("+Inf", float(histogram.total)))
+            histograms[measure].add_metric([queue], buckets, histogram.estimated_sum())
+    yield finished
+    yield from histograms.values()
 
 
 def _timer_families(states: list[health.TimerState]) -> Iterator[Metric]:

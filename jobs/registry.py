@@ -49,6 +49,10 @@ class JobType:
     # Called in a worker's child with the ids of a batch's jobs of this type before they
     # run, to read in one go what each try needs (a task's row); a failure is only logged.
     read_ahead: Callable[[list[int]], None] | None = None
+    # How a workflow step of this type gets its upstream results under a keyword of the
+    # step's choosing (``jobs.step(..., results_as=...)``): by default a payload field; an
+    # adapter whose payload holds the call's arguments puts them among those.
+    takes_upstream: Callable[[dict[str, Any], str, Any], dict[str, Any]] | None = None
     # Fleet-wide concurrency and rate limits (``jobs.flow.limits``); None: unlimited.
     limits: TypeLimits | None = None
 
@@ -86,6 +90,12 @@ class JobType:
                 f"({self.dedupe.template!r}); do not pass one."
             )
         return self.dedupe.render(payload)
+
+    def with_upstream(self, payload: dict[str, Any], keyword: str, results: Any) -> dict[str, Any]:
+        """``payload`` with a step's upstream results added under ``keyword``."""
+        if self.takes_upstream is not None:
+            return self.takes_upstream(payload, keyword, results)
+        return {**payload, keyword: results}
 
     def key_template(self) -> KeyTemplate:
         """The declared key template, for lookups by key; refused for a type without one."""

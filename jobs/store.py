@@ -1,8 +1,12 @@
 """The only code that changes a job's status: one function per verb.
 
-enqueue, enqueue_many, enqueue_task, claim, claim_flowed, claim_job, complete, complete_in_transaction, fail,
-reschedule, release, heartbeat, set_progress, cancel, cancel_if_queued, retry, dismiss, reap,
-recover_worker, prune, prune_gates.
+enqueue, enqueue_many, enqueue_task, promote_due, claim, claim_flowed, claim_job, complete,
+complete_in_transaction, fail, reschedule, release, heartbeat, set_progress, cancel,
+cancel_if_queued, cancel_steps, retry, dismiss, reap, recover_worker, prune, prune_gates.
+
+A workflow step's job is an ordinary job here; the transitions that matter to its workflow
+(its completion, its end for good, its retry) call ``jobs.workflow.progress`` in their own
+transaction (``complete_in_transaction``, ``_failed_for_good``, ``retry``).
 The worker calls these; it never writes SQL itself. Neither does this module: how a
 database does a verb is its driver's (``jobs.drivers``); what the verb means (which
 transition applies, the fence, the backoff, what a reap or a release does) is decided here.
@@ -22,21 +26,24 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, models, transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.db.models.functions import Now
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
-from jobs import registry, retries, validation
+from jobs import registry, retries, rollup, tracing, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.orm import claimed_row_fields, micros, moment
-from jobs.drivers.protocol import Batch, ClaimedJob, Locks, Running
+from jobs.drivers.protocol import Batch, ClaimedJob, Locks, Promoted, Running
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.flow import admission
 from jobs.flow.limits import RESERVED, TYPE_PREFIX
 from jobs.flow.rates import Window
-from jobs.models import ACTIVE, Job, JobAttempt, Status, Worker
+from jobs.models import ACTIVE, Job, JobAttempt, Status, TryLog, Worker
+from jobs.rollup import Finished
+from jobs.try_log import Log
+from jobs.workflow import progress as workflows
 
 logger = logging.getLogger("jobs.store")
 
@@ -60,6 +67,14 @@ class Failure:
     @property
     def text(self) -> str:
         return f"{self.error_class}: {self.message}" if self.message else self.error_class
+
+
+def due_later(run_at: datetime | None, now: datetime | None = None) -> bool:
+    """Is a job queued for ``run_at`` waiting for a later time? Such a job stays out of
+    the claims until a worker promotes it when due (``promote_due``); every transition
+    that queues a job sets it. Judged by this host's clock: the claim compares run_at with
+    the database's, so a skew between the two can delay a job by a poll, never run it early."""
+    return run_at is not None and run_at > (now or timezone.now())
 
 
 def notify(queues: Iterable[str]) -> None:
@@ -91,6 +106,8 @@ def enqueue(
 ) -> Job:
     """Add a job in the caller's transaction (commit makes it visible, rollback drops it).
 
+    The job carries the trace context of the span current now (``jobs.tracing``).
+
     With a dedupe key (derived from the payload when the type declares one, else the
     caller's ``dedupe_key``), a queued or running job of the same type and key is returned
     instead of adding a second one; the database's partial unique index decides races.
@@ -114,9 +131,11 @@ def enqueue(
         "dedupe_key": dedupe_key,
         "concurrency_key": concurrency_key,
         "rate_key": rate_key,
+        "traceparent": tracing.traceparent(),
     }
     if run_at is not None:
         fields["run_at"] = run_at
+    fields["due_later"] = due_later(run_at)
     # A concurrent twin may commit between our insert and our lookup, or finish between
     # the lookup and a new insert: a few rounds settle it.
     for _ in range(5):
@@ -153,10 +172,12 @@ def enqueue_task(
         "dedupe_key": None,
         "concurrency_key": validation.limit_key(limit_keys[0]),
         "rate_key": validation.limit_key(limit_keys[1]),
+        "traceparent": tracing.traceparent(),
     }
     run_at = validation.run_at(run_at)
     if run_at is not None:
         fields["run_at"] = run_at
+    fields["due_later"] = due_later(run_at)
     job = _insert_one(fields, validation.payload_text(payload))
     assert job is not None, "only a dedupe key can make an insert a no-op"
     return job
@@ -218,6 +239,7 @@ def enqueue_many(
     run_at = validation.run_at(run_at)
     priority_number = validation.priority(priority if priority is not None else job_type.priority)
     added = 0
+    parent = tracing.traceparent()
     for start in range(0, len(texts), batch_size):
         added += driver().insert_many(
             Batch(
@@ -229,12 +251,24 @@ def enqueue_many(
                 payloads=texts[start : start + batch_size],
                 dedupe_keys=keys[start : start + batch_size],
                 limit_keys=limit_keys[start : start + batch_size] if job_type.limits else None,
+                traceparent=parent,
+                due_later=due_later(run_at),
             )
         )
     return added
 
 
 # --- claim and finish ---------------------------------------------------------------------
+
+PROMOTE_BATCH = 1000  # jobs due later made claimable in one statement
+
+
+def promote_due(limit: int = PROMOTE_BATCH) -> Promoted:
+    """Make claimable the jobs due later whose time has come, up to ``limit`` (earliest
+    first), waking their queues' idle workers where the database notifies; with the seconds
+    until the next one is due. Workers call it on every poll and when that moment comes
+    (``jobs.worker.promoter``); a full batch means more may be due."""
+    return driver().promote_due(limit)
 
 
 def claim(worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False) -> list[ClaimedJob]:
@@ -461,7 +495,7 @@ def claim_job(worker: str, job_id: int) -> ClaimedJob | None:
             return None
         Job.objects.filter(pk=job_id).update(**claimed_row_fields(worker))
     return ClaimedJob(
-        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue
+        job.pk, job.type, json.dumps(job.payload), job.attempts + 1, job.max_attempts, job.queue, job.step_id
     )
 
 
@@ -474,17 +508,41 @@ def complete(worker: str, done: Sequence[tuple[int, int]], results: Sequence[str
     """
     if not done:
         return []
-    applied = driver().complete_many(worker, done, results)
+    finished = driver().complete_many(worker, done, results)
+    applied = [job.id for job in finished]
     if len(applied) != len(done):
         dropped = sorted({job_id for job_id, _ in done} - set(applied))
         logger.warning("Dropped late results of jobs %s: no longer running under %s.", dropped, worker)
+    # The charts' rollup (``jobs.rollup``): counted, from what the acknowledgement returned.
+    rollup.record([Finished(job.queue, job.type, rollup.SUCCEEDED, job.waited, job.ran) for job in finished])
     return applied
 
 
-def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
+def count_settled(job_ids: Sequence[int]) -> None:
+    """Add atomic jobs that committed their own success (``complete_in_transaction``) to the
+    rollup: the supervisor hears of them after the fact, so their times are read back."""
+    if job_ids:
+        done = driver().done(job_ids)
+        rollup.record([Finished(job.queue, job.type, rollup.SUCCEEDED, job.waited, job.ran) for job in done])
+
+
+def complete_in_transaction(
+    worker: str,
+    job_id: int,
+    attempt: int,
+    *,
+    step: int | None = None,
+    result: str | None = None,
+    keep_result: bool = False,
+) -> None:
     """Mark one job succeeded inside the caller's open transaction: the last statement of an
     atomic job's handler transaction (``@job(atomic=True)``), so the handler's writes and
     the job's completion commit together or not at all.
+
+    A workflow step's job (``step``, its ``result`` as JSON text) completes here too, atomic
+    or not: its step succeeds and the steps that follow it are released in this same
+    transaction (``jobs.workflow.progress.step_succeeded``). ``keep_result`` stores the
+    result on the job's row as well (a django.tasks task's).
 
     Fenced like ``complete``: it applies only while the job is still running under this
     worker and attempt. When it no longer is (the reaper took it back, and another try may
@@ -493,13 +551,16 @@ def complete_in_transaction(worker: str, job_id: int, attempt: int) -> None:
     """
     if not connection.in_atomic_block:
         raise TransactionManagementError("complete_in_transaction() runs inside the handler's transaction.")
+    stored = {"result": json.loads(result)} if keep_result and result is not None else {}
     # The fenced UPDATE locks the one job row until the handler's transaction commits a
     # moment later; the worker's heartbeat of that row waits that long.
     applied = driver().set_state_if_running(
-        worker, job_id, attempt, status=Status.SUCCEEDED, finished_at=Now(), progress=100, error=""
+        worker, job_id, attempt, status=Status.SUCCEEDED, finished_at=Now(), progress=100, error="", **stored
     )
     if not applied:
         raise FencedOff(f"Job #{job_id} try {attempt} is no longer running under {worker}.")
+    if step is not None:
+        workflows.step_succeeded(step, result)
 
 
 def _fit(model: type[models.Model], column: str, text: str) -> str:
@@ -519,17 +580,41 @@ def fail(worker: str, job_id: int, attempt: int, failure: Failure) -> str | None
             logger.warning("Dropped late failure of job %s try %s: no longer ours.", job_id, attempt)
             return None
         now = timezone.now()
+        tried = _finished(job, now, "")
         job.error = failure.text
         if retries.retried(job.attempts, job.max_attempts, retryable=failure.retryable):
             job.status = Status.QUEUED
             job.run_at = now + retries.backoff(job.type, job.attempts)
+            job.due_later = due_later(job.run_at, now)
             job.heartbeat_at = None
         else:
             job.status = Status.FAILED
             job.finished_at = now
-        job.save(update_fields=["status", "error", "run_at", "heartbeat_at", "finished_at"])
+        job.save(update_fields=["status", "error", "run_at", "due_later", "heartbeat_at", "finished_at"])
         _record_attempt(job, worker, failure)
+        if job.status == Status.FAILED:
+            _failed_for_good(job, f"failed: {failure.text}")
+    rollup.record([tried.with_outcome(_outcome_of(job))])
     return job.status
+
+
+def _finished(job: Job, now: datetime, outcome: str) -> Finished:
+    """A try that ended now, as the rollup counts it (read before the row changes)."""
+    waited = (job.started_at - job.run_at).total_seconds() if job.started_at else None
+    ran = (now - job.started_at).total_seconds() if job.started_at else None
+    return Finished(job.queue, job.type, outcome, waited, ran)
+
+
+def _outcome_of(job: Job) -> str:
+    return rollup.RETRIED if job.status == Status.QUEUED else rollup.FAILED
+
+
+def _failed_for_good(job: Job, reason: str) -> None:
+    """The one place a job's end for good reaches its workflow: its failure with no try
+    left (``fail``, a reaped job with its budget spent) or its cancel. In the transaction
+    of that transition, so both commit together (``jobs.workflow.progress.step_failed``)."""
+    if job.step_id is not None:
+        workflows.step_failed(job, reason)
 
 
 def _record_attempt(job: Job, worker: str, failure: Failure, outcome: str | None = None) -> None:
@@ -558,7 +643,8 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
 
     ``at`` is capped at ``JOBS_MAX_RETRY_LATER_SECONDS`` from now, whoever asked: a host's
     "retry in 3e9 seconds" must not park a job (and hold its dedupe key) for a century."""
-    at = min(at, timezone.now() + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
+    now = timezone.now()
+    at = min(at, now + timedelta(seconds=jobs_settings.MAX_RETRY_LATER_SECONDS))
     with transaction.atomic():
         # Locks the one job row until it is queued again and the try is recorded.
         job = driver().lock_if_running(worker, job_id, attempt)
@@ -569,6 +655,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
         job.status = Status.QUEUED
         job.attempts -= 1
         job.run_at = at
+        job.due_later = due_later(at, now)
         job.locked_by = None
         job.started_at = job.heartbeat_at = None
         job.progress = None
@@ -579,6 +666,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
                 "status",
                 "attempts",
                 "run_at",
+                "due_later",
                 "locked_by",
                 "started_at",
                 "heartbeat_at",
@@ -587,7 +675,7 @@ def reschedule(worker: str, job_id: int, attempt: int, at: datetime, reason: str
                 "message",
             ]
         )
-        if at <= timezone.now():
+        if not job.due_later:
             notify([job.queue])
     return True
 
@@ -611,6 +699,7 @@ def release(worker: str, items: Sequence[tuple[int, int]], message: str = "") ->
                 started_at=None,
                 heartbeat_at=None,
                 run_at=Now(),
+                due_later=False,
                 progress=None,
                 progress_message="",
                 message=message,
@@ -687,6 +776,24 @@ def _mark_cancelled(row: Job) -> None:
     row.finished_at = timezone.now()
     row.message = CANCELLED
     row.save(update_fields=["status", "finished_at", "message"])
+    _failed_for_good(row, f"was cancelled (job #{row.pk}).")
+
+
+def cancel_steps(steps: models.QuerySet[Any]) -> list[int]:
+    """Cancel the queued jobs of these workflow steps (a cancelled workflow's); returns
+    their steps. A job a worker is claiming at this moment is skipped (it runs: a running
+    step is waited out), so nothing here waits on a claim. Locks the jobs it cancels until
+    the caller's transaction ends; the caller holds the workflow's row."""
+    rows = list(
+        Job.objects.select_for_update(skip_locked=True)
+        .filter(status=Status.QUEUED, step_id__in=steps)
+        .values_list("pk", "step_id")
+    )
+    if rows:
+        Job.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+            status=Status.CANCELLED, finished_at=Now(), message=CANCELLED
+        )
+    return [step for _, step in rows]
 
 
 def retry(job: Job | int) -> Job:
@@ -699,17 +806,22 @@ def retry(job: Job | int) -> Job:
             if row.status != Status.FAILED:
                 raise InvalidTransition(f"Only a failed job can be retried; job #{row.pk} is {row.status}.")
             row.status = Status.QUEUED
+            # The logs of the tries this budget used keep their numbers across the retry.
+            TryLog.objects.filter(job_id=row.pk, earlier=TryLog.CURRENT).update(earlier=row.earlier_attempts)
             row.earlier_attempts += row.attempts
             row.attempts = 0
             row.error = ""
             row.message = REQUEUED_BY_ADMIN
             row.run_at = timezone.now()
+            row.due_later = False
             row.started_at = row.finished_at = row.heartbeat_at = row.dismissed_at = None
             row.locked_by = None
             row.progress = None
             row.progress_message = ""
             with transaction.atomic():
                 row.save()
+            if row.step_id is not None:
+                workflows.step_retried(row)  # its workflow resumes
             notify([row.queue])
     except IntegrityError:
         raise InvalidTransition(
@@ -717,6 +829,53 @@ def retry(job: Job | int) -> Job:
             f"{row.dedupe_key!r} is already queued or running."
         ) from None
     return row
+
+
+def retry_many(job_ids: Sequence[int]) -> tuple[int, int]:
+    """``retry`` for a batch of failed jobs (``jobs.bulk``): one set-based UPDATE in one
+    transaction, the tries' logs stamped as ``retry`` stamps them. Jobs no longer failed are
+    left as they are. When a job's dedupe key is held by an active twin, the batch falls back
+    to one ``retry`` a job, and those are refused. Returns (retried, left unchanged)."""
+    failed = Job.objects.filter(pk__in=list(job_ids), status=Status.FAILED)
+    try:
+        with transaction.atomic():
+            TryLog.objects.filter(job_id__in=failed.values("pk"), earlier=TryLog.CURRENT).update(
+                earlier=Subquery(Job.objects.filter(pk=OuterRef("job_id")).values("earlier_attempts")[:1])
+            )
+            queues = set(failed.values_list("queue", flat=True).distinct())
+            retried = failed.update(
+                status=Status.QUEUED,
+                earlier_attempts=F("earlier_attempts") + F("attempts"),
+                attempts=0,
+                error="",
+                message=REQUEUED_BY_ADMIN,
+                run_at=Now(),
+                started_at=None,
+                finished_at=None,
+                heartbeat_at=None,
+                dismissed_at=None,
+                locked_by=None,
+                progress=None,
+                progress_message="",
+            )
+            notify(queues)
+    except IntegrityError:  # a twin holds a dedupe key: each job on its own
+        retried = 0
+        for job_id in job_ids:
+            try:
+                retry(job_id)
+                retried += 1
+            except (InvalidTransition, Job.DoesNotExist):
+                pass
+    return retried, len(job_ids) - retried
+
+
+def dismiss_many(job_ids: Sequence[int]) -> tuple[int, int]:
+    """``dismiss`` for a batch of failed jobs: one UPDATE. Returns (dismissed, left unchanged)."""
+    dismissed = Job.objects.filter(
+        pk__in=list(job_ids), status=Status.FAILED, dismissed_at__isnull=True
+    ).update(dismissed_at=Now(), message=DISMISSED)
+    return dismissed, len(job_ids) - dismissed
 
 
 def dismiss(job: Job | int) -> Job:
@@ -756,7 +915,10 @@ def reap(now: datetime | None = None) -> ReapResult:
     now = now or timezone.now()
     heartbeat_before = now - timedelta(seconds=jobs_settings.REAP_AFTER)
     seen_before = now - timedelta(seconds=jobs_settings.WORKER_LEASE)
-    return _take_back(lambda: driver().reap(heartbeat_before, seen_before, TAKE_BACK_BATCH))
+    reaped = _take_back(lambda: driver().reap(heartbeat_before, seen_before, TAKE_BACK_BATCH))
+    # Workflow steps whose job waited for its dedupe key: released once the key is free.
+    workflows.release_blocked()
+    return reaped
 
 
 def recover_worker(name: str) -> ReapResult:
@@ -772,10 +934,12 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
     reaper holds) counts as a lost try: queued again after its backoff, or failed."""
     requeued = failed = 0
     queues: set[str] = set()
+    lost_tries: list[Finished] = []
     with transaction.atomic():
         jobs = lock_running()
         now = timezone.now()
         for job in jobs:
+            tried = _finished(job, now, "")
             worker = job.locked_by or ""
             lost = Failure("WorkerLost", f"Worker {worker} stopped answering.", retryable=True)
             if not retries.retried(job.attempts, job.max_attempts):
@@ -786,6 +950,7 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
                 # After the type's backoff, as after any failed try: a job that kills its
                 # worker must not go straight on to kill the next one.
                 job.status, job.run_at = Status.QUEUED, now + retries.backoff(job.type, job.attempts)
+                job.due_later = due_later(job.run_at, now)
                 job.message = REQUEUED_AFTER_RESTART
                 job.locked_by = None
                 requeued += 1
@@ -798,12 +963,17 @@ def _take_back(lock_running: Callable[[], list[Job]]) -> ReapResult:
                     "error",
                     "message",
                     "run_at",
+                    "due_later",
                     "locked_by",
                     "heartbeat_at",
                 ]
             )
             _record_attempt(job, worker, lost)
+            lost_tries.append(tried.with_outcome(_outcome_of(job)))
+            if job.status == Status.FAILED:
+                _failed_for_good(job, f"failed: {BUDGET_EXHAUSTED}")
         notify(queues)
+    rollup.record(lost_tries)
     if requeued or failed:
         logger.warning(
             "Reaper took back %d jobs (%d requeued, %d failed).", requeued + failed, requeued, failed
@@ -822,4 +992,50 @@ def prune(older_than: timedelta | None = None, batch_size: int | None = None) ->
     cutoff = timezone.now() - older_than
     total = driver().prune(finished_before=cutoff, dismissed_before=cutoff, batch_size=batch_size)
     Worker.objects.filter(stopped_at__lt=cutoff).delete()
+    workflows.prune(cutoff, batch_size)
+    rollup.prune()  # on its own retention; the tries' logs went with their jobs (cascade)
     return total
+
+
+# --- the tries' logs (``jobs.try_log``) ------------------------------------------------------
+
+
+def save_try_logs(logs: Sequence[tuple[int, int, Log]]) -> int:
+    """Store what each ``(job id, attempt)`` try logged, replacing what was written of it
+    while it ran: one statement for the batch. Returns how many were written."""
+    now = timezone.now()
+    latest = {(job_id, attempt): log for job_id, attempt, log in logs}  # one row per try
+    rows = [
+        TryLog(job_id=job_id, attempt=attempt, text=log.text, lines=log.lines, cut=log.cut, updated_at=now)
+        for (job_id, attempt), log in latest.items()
+    ]
+    return _upsert_logs(rows)
+
+
+def save_live_log(job_id: int, attempt: int, text: str) -> int:
+    """Store what a running try has logged so far (the supervisor, at the progress interval)."""
+    lines = text.count("\n")
+    row = TryLog(job_id=job_id, attempt=attempt, text=text, lines=lines, updated_at=timezone.now())
+    return _upsert_logs([row])
+
+
+def _upsert_logs(rows: list[TryLog]) -> int:
+    try:
+        with transaction.atomic():
+            # Where a database names the key of the conflict (PostgreSQL, SQLite) it is the
+            # unique (job, earlier, attempt); MariaDB's ON DUPLICATE KEY finds it alone.
+            unique = (
+                ["job", "earlier", "attempt"]
+                if connection.features.supports_update_conflicts_with_target
+                else None
+            )
+            TryLog.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=unique,
+                update_fields=["text", "lines", "cut", "updated_at"],
+            )
+    except IntegrityError:  # a job pruned meanwhile: its log has nowhere to go
+        logger.warning("Could not store the logs of %d tries.", len(rows), exc_info=True)
+        return 0
+    return len(rows)

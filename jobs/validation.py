@@ -68,6 +68,13 @@ def payload_text(payload: Any) -> str:
     return text
 
 
+def result_text(value: Any) -> str:
+    """A workflow step's result as the JSON text its successors read: any JSON value, held
+    to what a payload may be (size, depth, characters)."""
+    text = payload_text({"result": value})
+    return text[len('{"result": ') : -1]
+
+
 def _check_tree(payload: dict[str, Any], max_depth: int) -> None:
     """Every key and string of the payload, to ``max_depth`` levels (the payload is level 1).
 

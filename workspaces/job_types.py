@@ -13,6 +13,10 @@ DERIVE_BRAIN = "brain.derive"
 MINE_DECISIONS = "decisions.mine"
 PROVISION_WORKSPACE = "workspace.provision"
 BUILD_CAPSULES = "capsules.retrospective"
+# Steps of the workflows above (``jobs.start``): the workspace marked ready once its
+# repositories are ingested, and one merged pull request's capsule.
+MARK_WORKSPACE_READY = "workspace.ready"
+BUILD_CAPSULE = "capsule.build"
 PURGE_RETAINED_BODIES = "retention.purge"
 # Not on the background-jobs page: a deleted repository's working folder removed.
 REMOVE_CHECKOUT = "checkout.remove"

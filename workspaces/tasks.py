@@ -1,4 +1,5 @@
-"""The eleven workspace job types, the removal of a deleted repository's working folder,
+"""The eleven workspace job types, the steps of the workspace workflows (a workspace marked
+ready, one pull request's capsule), the removal of a deleted repository's working folder,
 and the two workspace timers: declarations only (load by id, call a service).
 
 Queues and attempts are those of the background-jobs page; the names are stored in rows,
@@ -90,7 +91,10 @@ def run_ai_workflow(
     concurrency_key=CODE_HOST,
 )
 def sync_pull_requests(ctx: JobContext, *, repository_id: int) -> None:
-    pull_requests.sync_pull_requests(repository_id, progress=ctx.progress)
+    # A workflow's step is followed by its own checks.sync step: it queues none.
+    pull_requests.sync_pull_requests(
+        repository_id, progress=ctx.progress, queue_checks=ctx.workflow_id is None
+    )
 
 
 @job(
@@ -131,12 +135,35 @@ def mine_decisions(ctx: JobContext, *, workspace_id: int) -> None:
 
 @job(job_types.PROVISION_WORKSPACE, queue="ingestion", attempts=2, timeout=1800, dedupe=WORKSPACE)
 def provision_workspace(ctx: JobContext, *, workspace_id: int) -> None:
-    provisioning.provision_workspace(workspace_id, progress=ctx.progress)
+    # Provisioning is a workflow (the Provision button starts it); a job of this type (one
+    # queued before, or by hand) starts it too, or finds it running.
+    workflow = provisioning.start_provisioning(workspace_id)
+    ctx.progress(100, f"Provisioning workflow #{workflow.pk} {workflow.status}")
+
+
+@job(job_types.MARK_WORKSPACE_READY, queue="ingestion", attempts=2, timeout=60, dedupe=WORKSPACE, atomic=True)
+def mark_workspace_ready(ctx: JobContext, *, workspace_id: int) -> None:
+    provisioning.mark_ready(workspace_id, progress=ctx.progress)
 
 
 @job(job_types.BUILD_CAPSULES, queue="ingestion", attempts=2, timeout=900, dedupe=REPOSITORY)
 def build_capsules(ctx: JobContext, *, repository_id: int) -> None:
-    capsules.build_retrospective(repository_id, progress=ctx.progress)
+    # As a workflow's step it adds one capsule.build step per pull request; alone, it
+    # builds them itself.
+    add_steps = ctx.add_steps if ctx.step_id is not None else None
+    capsules.build_retrospective(repository_id, progress=ctx.progress, add_steps=add_steps)
+
+
+@job(
+    job_types.BUILD_CAPSULE,
+    queue="ingestion",
+    attempts=2,
+    timeout=300,
+    dedupe="pull_request:{pull_request_id}",
+    atomic=True,
+)
+def build_capsule(ctx: JobContext, *, pull_request_id: int) -> None:
+    capsules.build_capsule(pull_request_id)
 
 
 @job(

@@ -31,7 +31,7 @@ REQUIREMENTS = BENCH / "requirements-peers.txt"
 LIMIT_PROBE = Path(os.environ.get("LIMIT_PROBE", ROOT.parent / "shared" / "bench" / "limit_probe.py"))
 OUR_DATABASE_URL = os.environ.get("COMPARE_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jp_compare")
 
-SYSTEMS = ["ours", "ours-tasks", "procrastinate", "django-tasks-db", "floor"]
+SYSTEMS = ["ours", "ours-tasks", "oban-py", "procrastinate", "django-tasks-db", "floor"]
 OURS = {"ours", "ours-tasks"}  # run in the project venv; the others in bench/.peers-venv
 # Like-for-like pairs quoted besides "ours / every other": the same API on both sides.
 PAIRS = [("ours-tasks", "django-tasks-db")]
@@ -39,6 +39,7 @@ PAIRS = [("ours-tasks", "django-tasks-db")]
 HARNESSES = {
     "ours": (PROJECT_PYTHON, "bench.peers.ours_bench"),
     "ours-tasks": (PROJECT_PYTHON, "bench.peers.ours_tasks_bench"),
+    "oban-py": (PEERS_PYTHON, "bench.peers.oban_bench"),
     "procrastinate": (PEERS_PYTHON, "bench.peers.procrastinate_bench"),
     "django-tasks-db": (PEERS_PYTHON, "bench.peers.django_tasks_db_bench"),
 }
@@ -157,10 +158,16 @@ def floor(args: argparse.Namespace) -> dict:
     }
 
 
+#: The figures of a run: drain (steady), p50 / p95 (idle wake-up), bulk and single
+#: (enqueue), cold (drain including start-up), startup (launch to first job, s).
+FIGURES = ("drain", "p50", "p95", "bulk", "cold", "startup", "single")
+
+
 def merge(into: dict, result: dict) -> None:
-    """Add one run's figures to a system's lists (``bulk`` stays None for a system without one)."""
-    for key in ("drain", "p50", "p95", "bulk"):
-        into[key] = None if result[key] is None else [*(into.get(key) or []), *result[key]]
+    """Add one run's figures to a system's lists (None stays for a figure a system lacks)."""
+    for key in FIGURES:
+        value = result.get(key)
+        into[key] = None if value is None else [*(into.get(key) or []), *value]
     for key in ("system", "version", "setup"):
         into[key] = result[key]
 
@@ -222,6 +229,12 @@ def ratio(ours: float | None, other: float | None, digits: int = 2) -> str:
     return f"{ours / other:.{digits}f}"
 
 
+def seconds(values: list[float] | None) -> str:
+    if not values:
+        return "–"
+    return f"{median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
+
+
 def table(results: dict[str, dict], args: argparse.Namespace, started: datetime, finished: datetime) -> str:
     lines = [
         f"{args.jobs:,} no-op jobs, median of {args.runs} (min–max); {os.cpu_count()} cores; "
@@ -229,7 +242,8 @@ def table(results: dict[str, dict], args: argparse.Namespace, started: datetime,
         "",
     ]
     header = (
-        f"{'system':<30} {'drain jobs/s':>24}   {'wake-up p50 / p95 ms':>20}   {'bulk enqueue jobs/s':>26}"
+        f"{'system':<30} {'steady drain jobs/s':>22} {'drain incl. start-up':>22} {'start-up s':>18}"
+        f"   {'wake-up p50 / p95 ms':>20}   {'enqueue 1 by 1 / bulk jobs/s':>30}"
     )
     lines += [header, "-" * len(header)]
     for system in SYSTEMS:
@@ -237,8 +251,13 @@ def table(results: dict[str, dict], args: argparse.Namespace, started: datetime,
             continue
         result = results[system]
         wake = f"{ms(median(result['p50']))} / {ms(median(result['p95']))}"
-        bulk = "–" if system == "floor" else spread(result["bulk"])
-        lines.append(f"{label(result):<30} {spread(result['drain']):>24}   {wake:>20}   {bulk:>26}")
+        single = median(result.get("single"))
+        enqueue = f"{'–' if single is None else f'{single:,.0f}'} / {'–' if system == 'floor' else spread(result['bulk'])}"
+        cold = spread(result.get("cold")) if result.get("cold") else "–"
+        lines.append(
+            f"{label(result):<30} {spread(result['drain']):>22} {cold:>22} {seconds(result.get('startup')):>18}"
+            f"   {wake:>20}   {enqueue:>30}"
+        )
     lines.append("")
     for system in SYSTEMS:
         if system in results:
@@ -248,16 +267,19 @@ def table(results: dict[str, dict], args: argparse.Namespace, started: datetime,
     if pairs:
         lines += [
             "",
-            "ratios ours / other (drain, bulk: above 1 = ours faster; wake-up: below 1 = ours starts sooner)",
-            f"{'':<34} {'drain':>8} {'wake p50':>9} {'wake p95':>9} {'bulk':>8}",
+            "ratios ours / other (drain, enqueue: above 1 = ours faster; start-up, wake-up: below 1 = ours sooner)",
+            f"{'':<34} {'drain':>8} {'incl. start':>12} {'start-up':>9} {'wake p50':>9} {'wake p95':>9} {'1 by 1':>8} {'bulk':>8}",
         ]
         for mine, system in pairs:
             ours, other = results[mine], results[system]
             lines.append(
                 f"{mine + ' / ' + system:<34} "
                 f"{ratio(median(ours['drain']), median(other['drain'])):>8} "
+                f"{ratio(median(ours.get('cold')), median(other.get('cold'))):>12} "
+                f"{ratio(median(ours.get('startup')), median(other.get('startup')), 3):>9} "
                 f"{ratio(median(ours['p50']), median(other['p50']), 3):>9} "
                 f"{ratio(median(ours['p95']), median(other['p95']), 3):>9} "
+                f"{ratio(median(ours.get('single')), median(other.get('single'))):>8} "
                 f"{ratio(median(ours['bulk']), median(other['bulk'])):>8}"
             )
     return "\n".join(lines)

@@ -18,7 +18,7 @@ import psycopg
 from django.db import connection, transaction
 
 import jobs
-from bench.lib.fill import analyze, history, wipe
+from bench.lib.fill import analyze, flags_jobs_due_later, history, wipe
 from bench.lib.processes import Pool, cpu_seconds, rss_kib
 from bench.lib.project import ROOT
 from bench.lib.waiting import wait_until
@@ -64,15 +64,28 @@ def listeners() -> int:
     )
 
 
+def worker_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """LOG_LEVEL=WARNING (the README's advice for throughput), without the timers (whose
+    runs are jobs too: a sweep would land in a drain's count), and the project's bytecode
+    written as a deployed image has it compiled (a PYTHONDONTWRITEBYTECODE in the caller's
+    environment would have every worker compile the project again at its start)."""
+    environment = {**os.environ, "LOG_LEVEL": "WARNING", "JOBS_SCHEDULER": "false", **(env or {})}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    return environment
+
+
+def launch(count: int, *args: str, env: dict[str, str] | None = None) -> Pool:
+    """``count`` runworker processes, started and not waited for."""
+    command = [sys.executable, "manage.py", "runworker", *args]
+    return Pool([command] * count, ROOT, worker_environment(env))
+
+
 class Workers(Pool):
-    """``count`` runworker processes with LOG_LEVEL=WARNING (the README's advice for
-    throughput) and without the timers (whose runs are jobs too: a sweep would land in a
-    drain's count); ready once each one LISTENs."""
+    """``count`` runworker processes (``worker_environment``); ready once each one LISTENs."""
 
     def __init__(self, count: int, *args: str, env: dict[str, str] | None = None) -> None:
         command = [sys.executable, "manage.py", "runworker", *args]
-        quiet = {"LOG_LEVEL": "WARNING", "JOBS_SCHEDULER": "false"}
-        super().__init__([command] * count, ROOT, {**os.environ, **quiet, **(env or {})})
+        super().__init__([command] * count, ROOT, worker_environment(env))
         try:
             wait_until(lambda: self.alive() and listeners() >= count, 60, "workers to start")
         except BaseException:
@@ -151,19 +164,30 @@ def drained(first: int, last: int) -> bool:
 
 
 #: A drain's workers give the queue its own lane with both slots. A plain ``runworker``
-#: serves every queue and keeps one of its two slots for the queues other than the busiest
-#: (its fair share), which a drain of one queue would leave idle: ``shared=True`` measures
-#: that.
+#: serves every queue with a fair share, whose reserved slot short jobs borrow while no
+#: other queue has work: ``shared=True`` measures that.
 DRAIN_LANE = ("--queue", "default:2")
 
 
-def enqueue_tasks(count: int) -> None:
+def enqueue_tasks(count: int) -> str:
     """``count`` no-op tasks through django.tasks (``Task.enqueue``, one at a time: the API
-    has no bulk call), as bench/peers/django_tasks_db_bench.py enqueues them."""
+    has no bulk call), as bench/peers/django_tasks_db_bench.py enqueues them; their rows'
+    job type."""
     from bench.peers.task_functions import noop
 
-    for _ in range(count):
+    first = noop.enqueue()
+    for _ in range(count - 1):
         noop.enqueue()
+    return scalar("SELECT type FROM jobs_job WHERE id = %s", [int(first.id)])
+
+
+def succeeded(first: int, last: int, type_name: str) -> int:
+    """Jobs of ``type_name`` among ids ``first``..``last`` that succeeded: a plain runworker
+    also runs the timers' jobs it books, whose ids may fall in the range."""
+    return scalar(
+        "SELECT count(*) FROM jobs_job WHERE status = 'succeeded' AND id BETWEEN %s AND %s AND type = %s",
+        [first, last, type_name],
+    )
 
 
 def drain(
@@ -174,39 +198,108 @@ def drain(
     through_tasks: bool = False,
     *,
     shared: bool = False,
+    payload: dict | None = None,
+    waiting_priority: int = 0,
 ) -> float:
     """Jobs/s from the commit of ``count`` queued jobs of ``type_name`` until none of them is
     left.
 
-    ``backlog`` = (finished, waiting) rows put in the table first (see ``fill.history``).
+    ``backlog`` = (finished, waiting) rows put in the table first (see ``fill.history``),
+    the waiting ones of ``waiting_priority``.
     With an atomic type each job is its own transaction, committed (and flushed) with its
     completion, where plain jobs' successes are acknowledged many to a statement.
     ``through_tasks``: no-op django.tasks tasks on our backend instead of jobs of
     ``type_name`` (enqueued one by one in the transaction, the only way django.tasks has).
     ``shared``: plain ``runworker`` processes (every queue, fair share) instead of
-    ``DRAIN_LANE``.
+    ``DRAIN_LANE``. ``payload``: each job's (default none).
     """
     reset()
     if any(backlog):
-        history(*backlog)
+        history(*backlog, queued_priority=waiting_priority)
     pool = Workers(workers) if shared else Workers(workers, *DRAIN_LANE)
     try:
         first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
         with transaction.atomic():
             if through_tasks:
-                enqueue_tasks(count)
+                type_name = enqueue_tasks(count)
             else:
-                jobs.enqueue_many(type_name, ({} for _ in range(count)))
+                jobs.enqueue_many(type_name, (dict(payload or {}) for _ in range(count)))
             last = scalar("SELECT max(id) FROM jobs_job")
             start = time.perf_counter()
         wait_until(lambda: drained(first, last), 600, "the queue to drain", interval=0.005)
         elapsed = time.perf_counter() - start
     finally:
         pool.stop()
-    done = scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'")
-    if done != count + backlog[0]:
-        raise SystemExit(f"Drain lost jobs: {done - backlog[0]} of {count} succeeded.")
+    done = succeeded(first, last, type_name)
+    if done != count:
+        raise SystemExit(f"Drain lost jobs: {done} of {count} succeeded.")
     return count / elapsed
+
+
+def enqueue_tasks_one_by_one(count: int) -> float:
+    """Jobs/s of django.tasks' ``Task.enqueue``, each task in its own transaction."""
+    from bench.peers.task_functions import noop
+
+    reset()
+    start = time.perf_counter()
+    for _ in range(count):
+        noop.enqueue()
+    return count / (time.perf_counter() - start)
+
+
+def cold_drain(count: int, workers: int, through_tasks: bool = False) -> float:
+    """Jobs/s of ``count`` no-op jobs queued before ``workers`` plain ``runworker``
+    processes are launched, from the launch until none is left: start-up included."""
+    from bench.lib.harness import time_cold_drain
+
+    reset()
+    first = scalar("SELECT COALESCE(max(id), 0) + 1 FROM jobs_job")
+    type_name = NOOP
+    with transaction.atomic():
+        if through_tasks:
+            type_name = enqueue_tasks(count)
+        else:
+            jobs.enqueue_many(NOOP, ({} for _ in range(count)))
+    last = scalar("SELECT max(id) FROM jobs_job")
+    figure = time_cold_drain(lambda: launch(workers), lambda: 0 if drained(first, last) else 1, count)
+    done = succeeded(first, last, type_name)
+    if done != count:
+        raise SystemExit(f"Drain including start-up lost jobs: {done} of {count} succeeded.")
+    return figure
+
+
+def start_up(samples: int = 3, through_tasks: bool = False) -> float:
+    """Seconds from launching one plain ``runworker`` until it starts a job that waits for
+    it (``harness.start_up``), the median of ``samples``."""
+    from bench.lib.harness import start_up as measure
+    from bench.peers.task_functions import stamp_task
+
+    def enqueue(path: str, t0: float) -> None:
+        reset()
+        if through_tasks:
+            stamp_task.enqueue(path=path, t0=t0)
+        else:
+            jobs.enqueue("test.stamp", {"path": path, "t0": t0})
+
+    return measure(lambda: launch(1), enqueue, samples)
+
+
+def burst_exit(samples: int = 3) -> float:
+    """Seconds a ``runworker --burst`` takes from its launch to its exit with one no-op job
+    due: start-up, the job, and stopping."""
+    import statistics
+
+    figures = []
+    for _ in range(samples):
+        reset()
+        jobs.enqueue(NOOP, {})
+        start = time.perf_counter()
+        with launch(1, "--burst") as pool:
+            pool.processes[0].wait(timeout=120)
+            figures.append(time.perf_counter() - start)
+        if scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded' AND type = %s", [NOOP]) != 1:
+            raise SystemExit("runworker --burst did not run its job.")
+    return statistics.median(figures)
 
 
 def _stamps(path: str) -> list[float]:
@@ -332,9 +425,10 @@ def claim_plan() -> str:
             statement = mariadb.CLAIM_QUEUES.format(queues="%s, %s")
             cursor.execute(f"ANALYZE FORMAT=JSON {statement}", ["ai", "default", 32])
             return cursor.fetchone()[0]
+        ready = "AND due_later = false " if flags_jobs_due_later() else ""
         cursor.execute(
             "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "
-            "SELECT id FROM jobs_job WHERE status = 'queued' AND queue = ANY(%s) AND run_at <= now() "
+            f"SELECT id FROM jobs_job WHERE status = 'queued' AND queue = ANY(%s) {ready}AND run_at <= now() "
             "ORDER BY priority, run_at, id LIMIT 32 FOR UPDATE SKIP LOCKED",
             [["ai", "default"]],
         )

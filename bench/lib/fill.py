@@ -12,25 +12,47 @@ from django.db import connection
 MARIADB_HISTORY = """
 INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
                       progress_message, error, message, earlier_attempts, created_at,
-                      started_at, finished_at)
-SELECT 'test.noop', 'default', 0, {status}, '{{}}', NOW(6) + INTERVAL {shift}, {attempts}, 3,
-       '', '', '', 0, NOW(6) - INTERVAL 1 HOUR, {finished_at}, {finished_at}
+                      started_at, finished_at{flag_column})
+SELECT 'test.noop', 'default', {priority}, {status}, '{{}}', NOW(6) + INTERVAL {shift}, {attempts}, 3,
+       '', '', '', 0, NOW(6) - INTERVAL 1 HOUR, {finished_at}, {finished_at}{flag}
   FROM seq_1_to_{count}
 """
 
 
-def history(finished: int, queued: int) -> None:
-    """``finished`` succeeded jobs and ``queued`` future-dated jobs (not claimable now)."""
+def flags_jobs_due_later() -> bool:
+    """Does the engine under measurement flag jobs due later (``Job.due_later``, migration
+    0012)? The same benchmark then measures the engine before it too."""
+    from jobs.models import Job
+
+    return any(field.name == "due_later" for field in Job._meta.get_fields())
+
+
+def history(finished: int, queued: int, *, queued_priority: int = 0) -> None:
+    """``finished`` succeeded jobs and ``queued`` jobs due tomorrow (not claimable now), as
+    the engine writes them (flagged due later where it flags them), of ``queued_priority``
+    (the same as the measured jobs', or more urgent: -50, high, puts them first in claim
+    order, so a claim that reads queued jobs in that order meets them all first)."""
+    flagged = flags_jobs_due_later()
     with connection.cursor() as cursor:
         if connection.vendor == "mysql":
             for count, fields in (
-                (finished, {"status": "'succeeded'", "shift": "-1 HOUR", "attempts": 1,
-                            "finished_at": "NOW(6) - INTERVAL 1 HOUR"}),
-                (queued, {"status": "'queued'", "shift": "1 DAY", "attempts": 0, "finished_at": "NULL"}),
+                (finished, {"status": "'succeeded'", "shift": "-1 HOUR", "attempts": 1, "priority": 0,
+                            "finished_at": "NOW(6) - INTERVAL 1 HOUR", "flag": ", FALSE"}),
+                (queued, {"status": "'queued'", "shift": "1 DAY", "attempts": 0, "priority": int(queued_priority),
+                          "finished_at": "NULL", "flag": ", TRUE"}),
             ):  # fmt: skip
                 if count:
-                    cursor.execute(MARIADB_HISTORY.format(count=int(count), **fields))
+                    if not flagged:
+                        fields["flag"] = ""
+                    flag_column = ", due_later" if flagged else ""
+                    cursor.execute(
+                        MARIADB_HISTORY.format(count=int(count), flag_column=flag_column, **fields)
+                    )
             analyze(["jobs_job"])
+            # Write the fill's pages out now (as PostgreSQL's CHECKPOINT below), so that the
+            # page cleaner does not write them during the measured drain.
+            cursor.execute("FLUSH TABLES jobs_job FOR EXPORT")
+            cursor.execute("UNLOCK TABLES")
             return
         cursor.execute(
             """
@@ -43,13 +65,14 @@ def history(finished: int, queued: int) -> None:
             [finished],
         )
         cursor.execute(
-            """
+            f"""
             INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,
-                                  progress_message, error, message)
-            SELECT 'test.noop', 'default', 0, 'queued', '{}', now() + interval '1 day', 0, 3, '', '', ''
+                                  progress_message, error, message{", due_later" if flagged else ""})
+            SELECT 'test.noop', 'default', %s, 'queued', '{{}}', now() + interval '1 day', 0, 3, '', '', ''
+                   {", true" if flagged else ""}
               FROM generate_series(1, %s)
             """,
-            [queued],
+            [queued_priority, queued],
         )
         analyze(["jobs_job"])
         # Flush the fill's WAL now, so the checkpoint it would trigger does not land in the
@@ -203,3 +226,81 @@ def admin_mix(n: int) -> float:
         cursor.execute(ADMIN_MIX_ATTEMPTS.format(**fields))
     analyze(["jobs_job", "jobs_attempt"])
     return time.perf_counter() - started
+
+
+# --- the charts' rollup (jobs.rollup) ------------------------------------------------------
+
+#: (queue, type, median run in ms, median wait in ms) of the synthetic fleet the charts show.
+ROLLUP_TYPES = (
+    ("mail", "mail.send", 120, 40),
+    ("mail", "mail.bounce", 30, 40),
+    ("default", "report.build", 2500, 300),
+    ("default", "cache.warm", 8, 20),
+    ("ai", "ai.classify", 900, 1500),
+    ("index", "index.document", 60, 80),
+)
+_SPREAD = (1, 3, 8, 12, 8, 3, 1)  # the share of each bucket around the median, of 36
+
+
+def rollup_day(per_minute: int, now: object = None) -> tuple[int, float]:
+    """Replace the rollup and the depth samples with a day of a fleet finishing
+    ``per_minute`` tries a minute (by both spans, as the engine writes them), with a backlog
+    in the afternoon that makes the waits and the depth climb; returns (rows, seconds)."""
+    import math
+    import random
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs import rollup
+    from jobs.models import QueueDepth, Rollup
+
+    started = time.perf_counter()
+    wipe(["jobs_rollup", "jobs_queue_depth"])
+    now = now or timezone.now()
+    last = rollup.span_start(now, 1)  # type: ignore[arg-type]
+    share = per_minute / len(ROLLUP_TYPES)
+    counts: dict[tuple, int] = {}
+    depth: list[QueueDepth] = []
+    for back in range(24 * 60):
+        minute = last - timedelta(minutes=back)
+        phase = math.sin(back / 240) ** 2  # a slow wave over the day
+        spike = 6.0 if 300 <= back <= 360 else 1.0  # a backlog five hours ago
+        if 18 <= back <= 24:
+            spike = 3.0  # and a short one twenty minutes ago
+        noise = 0.8 + 0.4 * random.Random(back).random()  # minute to minute
+        for queue, type_name, run_ms, wait_ms in ROLLUP_TYPES:
+            total = share * (0.6 + 0.8 * phase) * noise
+            for outcome, part in ((rollup.SUCCEEDED, 0.975), (rollup.RETRIED, 0.02), (rollup.FAILED, 0.005)):
+                tries = total * part * (4 if outcome != rollup.SUCCEEDED and spike > 1 else 1)
+                waited = wait_ms * spike * (1 + phase) * noise
+                for measure, median in ((rollup.WAIT, waited), (rollup.RUN, run_ms * (0.9 + 0.2 * noise))):
+                    centre = rollup.bucket(median / 1000)
+                    for offset, weight in enumerate(_SPREAD, start=-3):
+                        count = round(tries * weight / 36)
+                        if count <= 0:
+                            continue
+                        index = max(0, min(rollup.LAST_BUCKET, centre + offset))
+                        # each try under its type, its queue and the whole fleet, as the engine writes it
+                        groups = ((queue, type_name), (queue, rollup.ALL), (rollup.ALL, rollup.ALL))
+                        for span in rollup.SPANS:
+                            start = rollup.span_start(minute, span)
+                            for group in groups:
+                                key = (span, start, *group, outcome, measure, index)
+                                counts[key] = counts.get(key, 0) + count
+        for queue in sorted({queue for queue, *_ in ROLLUP_TYPES}):
+            due = int(share * (0.2 + phase) * (40 if spike > 1 else 1))
+            depth.append(QueueDepth(minute=minute, queue=queue, due=due, running=int(8 + 8 * phase)))
+    rows = [
+        Rollup(
+            **dict(
+                zip(("span", "minute", "queue", "type", "outcome", "measure", "bucket"), key, strict=True)
+            ),
+            tries=n,
+        )
+        for key, n in counts.items()
+    ]
+    Rollup.objects.bulk_create(rows, batch_size=5000)
+    QueueDepth.objects.bulk_create(depth, batch_size=5000)
+    analyze(["jobs_rollup", "jobs_queue_depth"])
+    return len(rows) + len(depth), time.perf_counter() - started

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -52,6 +53,51 @@ def report_run(system: str, run: int, drain: float, p50: float, p95: float, bulk
         file=sys.stderr,
         flush=True,
     )
+
+
+def report_start(system: str, run: int, start_up: float, cold: float, single: float) -> None:
+    """The start-up figures of one run, on stderr."""
+    print(
+        f"{system} run {run + 1}: start-up {start_up:.2f} s, drain including start-up {cold:,.0f} jobs/s, "
+        f"enqueue one by one {single:,.0f} jobs/s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def start_up(
+    launch: Callable[[], Pool], enqueue_stamp: Callable[[str, float], None], samples: int = 3
+) -> float:
+    """Seconds from launching one worker until it started its first job, the median of
+    ``samples``: a stamp job is enqueued (its ``t0`` the moment just before the launch),
+    ``launch`` starts the worker without waiting for anything, and the job's stamp says
+    when it began. The same for every system: process start, imports, connecting,
+    registering, the first claim and handing the job to whatever runs it."""
+    import statistics
+    import tempfile
+
+    figures = []
+    for _ in range(samples):
+        handle, path = tempfile.mkstemp(suffix=".stamps")
+        os.close(handle)
+        try:
+            t0 = time.time()
+            enqueue_stamp(path, t0)
+            with launch():
+                figures.append(read_stamps(path, 1)[0] / 1000)
+        finally:
+            os.unlink(path)
+    return statistics.median(figures)
+
+
+def time_cold_drain(launch: Callable[[], Pool], unfinished: Callable[[], int], count: int) -> float:
+    """Jobs/s of ``count`` jobs already queued, from launching the workers (``launch``, which
+    must not wait for them) until none is left: the drain a scale-out or a ``--burst`` run
+    sees, start-up included."""
+    start = time.perf_counter()
+    with launch() as pool:
+        time_drain(pool, unfinished)
+        return count / (time.perf_counter() - start)
 
 
 def time_drain(pool: Pool, unfinished: Callable[[], int], timeout: float = 600) -> float:

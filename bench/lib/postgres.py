@@ -10,6 +10,12 @@ import psycopg
 SERVER = os.environ.get("BENCH_PG_SERVER", "postgresql://postgres@127.0.0.1:5432")
 
 
+def peer_database(name: str) -> str:
+    """A peer's database name, with BENCH_DATABASE_SUFFIX appended: two checkouts measuring
+    on one server at once keep to their own databases."""
+    return name + os.environ.get("BENCH_DATABASE_SUFFIX", "")
+
+
 def dsn(database: str, application_name: str | None = None) -> str:
     url = f"{SERVER}/{database}"
     return f"{url}?application_name={application_name}" if application_name else url

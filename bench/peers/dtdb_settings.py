@@ -7,6 +7,8 @@ BENCH_APPLICATION_NAME tags the connections so the harness can tell when workers
 
 import os
 
+from bench.lib.postgres import peer_database
+
 SECRET_KEY = "bench-only"
 DEBUG = False
 USE_TZ = True
@@ -14,7 +16,7 @@ INSTALLED_APPS = ["django_tasks_db"]
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
-        "NAME": "bench_django_tasks",
+        "NAME": peer_database("bench_django_tasks"),
         "USER": "postgres",
         "HOST": "127.0.0.1",
         "PORT": "5432",

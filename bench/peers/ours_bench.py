@@ -6,13 +6,19 @@ Run by bench/compare.py with the project venv's Python, from the project root
 ``jp_compare``, created if missing, migrated); it prints one ``RESULT {json}`` line. Per
 run, exactly what bench/throughput.py measures:
 
-- drain: ``drain(jobs, 2)``: 2 ``manage.py runworker --queue default:2`` processes (two
-  child processes each, isolation on, LOG_LEVEL=WARNING), ``jobs`` ``test.noop`` jobs
-  enqueued in bulk in one transaction, jobs/s from its commit until none is queued or running;
+- drain (steady): ``drain(jobs, 2, shared=True)``: 2 plain ``manage.py runworker`` processes
+  (every queue, two child processes each, the fair share on, isolation on,
+  LOG_LEVEL=WARNING), ``jobs`` ``test.noop`` jobs enqueued in bulk in one transaction,
+  jobs/s from its commit until none is queued or running;
+- drain including start-up: ``cold_drain(jobs, 2)``: the jobs enqueued first, jobs/s from
+  launching the 2 workers until none is left;
+- start-up: ``start_up(3)``: seconds from launching one worker until it starts a job waiting
+  for it, median of 3;
 - wake-up: ``wake_up(200, 0.02)``: one idle worker, ``test.stamp`` jobs 20 ms apart, ms from
   the enqueue call to the job's start, p50 / p95;
-- bulk enqueue: ``enqueue_bulk(jobs)``: ``jobs.enqueue_many`` of ``jobs`` no-ops in one
-  transaction, jobs/s (the same batch size as the peers', not throughput.py's 100,000).
+- enqueue: ``enqueue_one_by_one(1000)`` (``jobs.enqueue``, each its own transaction), and
+  ``enqueue_bulk(jobs)``: ``jobs.enqueue_many`` of ``jobs`` no-ops in one transaction,
+  jobs/s (the same batch size as the peers', not throughput.py's 100,000).
 
 Any worker process still alive when it ends (a failed stop) is terminated, then killed.
 """
@@ -23,12 +29,13 @@ import os
 import subprocess
 
 from bench.lib import project
-from bench.lib.harness import emit, harness_arguments, report_run
+from bench.lib.harness import emit, harness_arguments, report_run, report_start
 from bench.lib.postgres import ensure_database
 from bench.lib.processes import kill_leftovers
 from bench.lib.stats import percentile
 
 DEFAULT_DATABASE = "jp_compare"
+SINGLE = 1000  # jobs enqueued one by one
 
 
 def main(through_tasks: bool = False, doc: str | None = __doc__) -> None:
@@ -46,14 +53,23 @@ def main(through_tasks: bool = False, doc: str | None = __doc__) -> None:
         call_command("migrate", verbosity=0)
         system = "ours-tasks" if through_tasks else "ours"
         drains, p50, p95, bulks = [], [], [], []
+        cold, startup, single = [], [], []
         for run in range(args.runs):
-            drains.append(engine.drain(args.jobs, 2, through_tasks=through_tasks))
+            drains.append(engine.drain(args.jobs, 2, through_tasks=through_tasks, shared=True))
+            cold.append(engine.cold_drain(args.jobs, 2, through_tasks=through_tasks))
+            startup.append(engine.start_up(3, through_tasks))
             latencies = engine.wake_up(args.samples, 0.02, through_tasks=through_tasks)
             p50.append(percentile(latencies, 0.5))
             p95.append(percentile(latencies, 0.95))
+            single.append(
+                engine.enqueue_tasks_one_by_one(SINGLE)
+                if through_tasks
+                else engine.enqueue_one_by_one(SINGLE)
+            )
             # django.tasks has no bulk API: nothing to measure through it.
             bulks.append(None if through_tasks else engine.enqueue_bulk(args.jobs))
             report_run(system, run, drains[-1], p50[-1], p95[-1], bulks[-1])
+            report_start(system, run, startup[-1], cold[-1], single[-1])
         engine.reset()
     finally:
         kill_leftovers()
@@ -64,7 +80,10 @@ def main(through_tasks: bool = False, doc: str | None = __doc__) -> None:
         p50=p50,
         p95=p95,
         bulk=None if through_tasks else bulks,
-        setup="2 runworker x 2 slots (--queue default:2), child processes, LISTEN/NOTIFY"
+        cold=cold,
+        startup=startup,
+        single=single,
+        setup="2 plain runworker (every queue, 2 slots, the fair share on), child processes, LISTEN/NOTIFY"
         + (", @task enqueued one by one with Task.enqueue, results stored" if through_tasks else ""),
     )
 

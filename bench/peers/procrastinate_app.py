@@ -11,9 +11,9 @@ import os
 import procrastinate
 
 from bench.lib.harness import stamp
-from bench.lib.postgres import dsn
+from bench.lib.postgres import dsn, peer_database
 
-DATABASE = "bench_procrastinate"
+DATABASE = peer_database("bench_procrastinate")
 ASYNC = os.environ.get("PROCRASTINATE_BENCH_ASYNC") == "1"
 
 app = procrastinate.App(

@@ -17,6 +17,8 @@ also need ``platform.change_job``.
     timer_page    the Timers page: schedules, slots, Pause, Resume, Run now (``jobs.timetable``)
     flow_page     the flow-control page (Queues): limits and usage, Pause, Resume, the
                   queues' limits (``jobs.flow``)
+    workflow_page the Workflows page: a workflow's steps as a graph (``workflow_graph``),
+                  Retry and Cancel (``jobs.workflow``)
     record_page   a domain record's pages: its recent jobs, last job and job buttons
                   (``jobs.RecordJobsMixin``, ``jobs.JobButton``)
     scheduler_page django-q2's pages: schedules run only the timers, task lists out of
@@ -35,6 +37,7 @@ from jobs.admin.links import PageLink, register_link
 from jobs.admin.scheduler_page import adapt_django_q_admin
 from jobs.admin.timer_page import TimerAdmin
 from jobs.admin.worker_page import WorkerAdmin
+from jobs.admin.workflow_page import WorkflowAdmin
 
 adapt_django_q_admin()
 
@@ -46,6 +49,7 @@ __all__ = [
     "QueueAdmin",
     "TimerAdmin",
     "WorkerAdmin",
+    "WorkflowAdmin",
     "register_link",
     "status_counts",
 ]

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from jobs.admin import try_logs
 from jobs.admin.counting import BoundedCountingMixin
 from jobs.admin.display import shorten, timestamp
 from jobs.admin.filters import OutcomeFilter, OwnFiltersOnlyMixin
@@ -49,9 +50,10 @@ class JobAttemptAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCount
         "failed_at",
         "error_class",
         "error_text",
+        "log_text",
         "traceback_text",
     )
-    readonly_fields = ("job_link", "error_text", "traceback_text")
+    readonly_fields = ("job_link", "error_text", "log_text", "traceback_text")
     search_fields = ("=job__id",)
     search_help_text = "A job id."
     sortable_by = ()
@@ -118,6 +120,12 @@ class JobAttemptAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCount
     @admin.display(description="error")
     def error_text(self, attempt: JobAttempt) -> SafeString | str:
         return self._shown(attempt, "error", attempt.error_head)  # type: ignore[attr-defined]  # see get_object
+
+    @admin.display(description="logged before")
+    def log_text(self, attempt: JobAttempt) -> SafeString | str:
+        """The last lines the try's handler logged before the error (``jobs.try_log``)."""
+        tail = try_logs.tail_of(attempt)
+        return format_html('<pre class="job-pre job-log">{}</pre>', tail) if tail else "—"
 
     @admin.display(description="traceback")
     def traceback_text(self, attempt: JobAttempt) -> SafeString | str:

@@ -34,8 +34,9 @@ from django.utils.cache import patch_vary_headers
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from jobs import coverage
-from jobs.admin import counting, flow_page
+from jobs import coverage, registry
+from jobs.admin import charts, counting, flow_page, try_logs
+from jobs.admin.bulk_page import BulkMatchingMixin
 from jobs.admin.counting import BoundedCountingMixin, Tile, status_counts
 from jobs.admin.display import (
     ERROR_TITLE_CHARS,
@@ -55,6 +56,7 @@ from jobs.admin.job_records import JobRecordsMixin
 from jobs.admin.links import registered_links
 from jobs.admin.operations import RetryCancelMixin
 from jobs.admin.permissions import ViewJobsPermissionMixin
+from jobs.admin.workflow_page import workflow_link
 from jobs.flow import queues as flow_queues
 from jobs.flow.queues import QueueLimits
 from jobs.models import Job, JobAttempt, Status
@@ -81,6 +83,7 @@ class JobAdmin(
     BoundedCountingMixin,
     FullTextMixin,
     JobRecordsMixin,
+    BulkMatchingMixin,
     RetryCancelMixin,
 ):
     list_display = (
@@ -109,6 +112,7 @@ class JobAdmin(
                 "fields": (
                     "type",
                     "records",
+                    "workflow",
                     "queue",
                     "priority_text",
                     "status_badge",
@@ -126,6 +130,7 @@ class JobAdmin(
     readonly_fields = (
         "priority_text",
         "records",
+        "workflow",
         "operator_actions",
         "status_badge",
         "progress_text",
@@ -226,6 +231,8 @@ class JobAdmin(
             "timers_url": reverse("admin:platform_timer_changelist"),
             "queue_url": f"{url}?status={Status.QUEUED}&queue=",
             "tiles": tiles,
+            "charts": charts.charts_for(self._charted_queue(request)),
+            "bulk_filter": self._bulk_filter(request),
             "live": active,
             "refresh_ms": REFRESH_SECONDS * 1000,
             "refresh_seconds": REFRESH_SECONDS,
@@ -242,6 +249,19 @@ class JobAdmin(
             response.template_name = "admin/platform/job/change_list_refresh.html"
         patch_vary_headers(response, [REFRESH_HEADER])
         return response
+
+    def _bulk_filter(self, request: HttpRequest) -> dict[str, str] | None:
+        """On the failed list, for an operator: the list's queue and type, which Retry all /
+        Dismiss all matching start from (``bulk_page``)."""
+        if request.GET.get("status") != Status.FAILED or not self.has_operate_permission(request):
+            return None
+        return {name: request.GET.get(name, "") for name in ("queue", "type")}
+
+    @staticmethod
+    def _charted_queue(request: HttpRequest) -> str | None:
+        """The queue the list is filtered by, if it names one the engine knows: its charts."""
+        queue = request.GET.get("queue")
+        return queue if queue in registry.queues() else None
 
     @admin.display(description="status")
     def status_badge(self, job: Job) -> SafeString:
@@ -314,6 +334,11 @@ class JobAdmin(
 
     # --- the job's own page ----------------------------------------------------------------
 
+    @admin.display(description="workflow")
+    def workflow(self, job: Job) -> SafeString | str:
+        """A workflow step's job links its workflow."""
+        return workflow_link(job)
+
     @admin.display(description="priority")
     def priority_text(self, job: Job) -> str:
         """A named priority, or a django.tasks task's own (higher runs first)."""
@@ -374,12 +399,26 @@ class JobAdmin(
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
+        attempts = self._failed_attempts(object_id)
+        job = self.get_object(request, object_id) if str(object_id).isdigit() else None
+        logs = try_logs.logs_of(job) if job is not None else []
+        try_logs.attach(attempts, logs)
         context = {
-            "failed_attempts": self._failed_attempts(object_id),
+            "failed_attempts": attempts,
+            "try_logs": logs,
+            "job_running": job is not None and job.status == Status.RUNNING,
+            "live_progress": self.progress_text(job) if job is not None else "",
+            "refresh_header": REFRESH_HEADER,
+            "refresh_ms": REFRESH_SECONDS * 1000,
             "can_operate": self.has_operate_permission(request),
             **(extra_context or {}),
         }
-        return super().change_view(request, object_id, form_url, context)
+        response = super().change_view(request, object_id, form_url, context)
+        if request.headers.get(REFRESH_HEADER) and isinstance(response, TemplateResponse):
+            # A running job's page refreshes its progress and its tries' logs in place.
+            response.template_name = "admin/platform/observe/job_refresh.html"
+        patch_vary_headers(response, [REFRESH_HEADER])
+        return response
 
     def _failed_attempts(self, object_id: str) -> list[JobAttempt]:
         """Each try with its error and traceback cut in SQL, as ``shown_error`` and

@@ -17,7 +17,8 @@ its records, and which buttons its page has::
   in one query.
 - Each ``JobButton`` is a POST form in the page's tools (with its CSRF token). The view
   checks the change permission on the object, calls the button, records who pressed it in
-  the admin log (the object's History), and answers with a message linking to the job.
+  the admin log (the object's History), and answers with a message linking to the job, or
+  to the workflow a button starts (``jobs.start``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from jobs.admin.display import job_moment, local_time, shorten, status_badge
 from jobs.admin.operations import clock_time
 from jobs.admin.permissions import can_operate, can_view
 from jobs.errors import PermanentError
-from jobs.models import Job, Status
+from jobs.models import Job, Status, Workflow
 
 #: A list filter drawn as a drop-down in the bar above the list (the Background jobs page's).
 DROP_DOWN_FILTER = "admin/platform/job/filter.html"
@@ -58,13 +59,14 @@ def _always(obj: Any) -> bool:
 @dataclass(frozen=True)
 class JobButton:
     """A button on a record's page. ``press(obj)`` queues the job and returns it (pressing
-    twice returns the same queued job: the type's dedupe key); a button that queues nothing
+    twice returns the same queued job: the type's dedupe key), or starts a workflow and
+    returns it (``jobs.start``, deduplicated by its own key); a button that queues nothing
     (Accept, Reject) returns what it did instead, as text. A press the record refuses raises
     ``jobs.PermanentError``: its text is shown and nothing is recorded."""
 
     slug: str
     label: str
-    press: Callable[[Any], Job | str]
+    press: Callable[[Any], Job | Workflow | str]
     shown: Callable[[Any], bool] = field(default=_always)  # offered for this object?
 
 
@@ -164,7 +166,18 @@ class RecordJobsMixin(admin.ModelAdmin):
             self.message_user(request, f"{button.label}: {refused}", messages.ERROR)
         else:
             shown: SafeString | str
-            if isinstance(outcome, Job):
+            if isinstance(outcome, Workflow):
+                said = f"{button.label}: started {outcome.name} workflow #{outcome.pk}"
+                shown = format_html(
+                    '{} for {}: <a href="{}">{} workflow #{}</a> is {}.',
+                    button.label,
+                    obj,
+                    reverse("admin:platform_workflow_change", args=[outcome.pk]),
+                    outcome.name,
+                    outcome.pk,
+                    outcome.status,
+                )
+            elif isinstance(outcome, Job):
                 said = f"{button.label}: queued {outcome.type} job #{outcome.pk}"
                 shown = format_html(
                     '{} for {}: <a href="{}">{} job #{}</a> is {}.',

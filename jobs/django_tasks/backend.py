@@ -199,7 +199,13 @@ def _job_type(
         timeout=policy["timeout"],
         keeps_result=True,
         read_ahead=task_results.prefetch,  # each try needs its row: a batch's in one read
+        takes_upstream=_upstream_as_kwarg,
     )
+
+
+def _upstream_as_kwarg(payload: dict[str, Any], keyword: str, results: Any) -> dict[str, Any]:
+    """A task run as a workflow step gets its upstream results as a keyword argument."""
+    return {**payload, "kwargs": {**payload.get("kwargs", {}), keyword: results}}
 
 
 def _policy(given: Any, where: str, known: tuple[str, ...] = POLICY) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The MariaDB driver (10.6+, and MySQL 8): its own SQL for the hot path and the admin.
 
 No partial indexes, no UPDATE … RETURNING, no LISTEN/NOTIFY, no advisory locks. The
-schema below replaces the model's partial indexes (migration 0010); the claim is a short
-transaction of three statements; workers poll; timers take GET_LOCK. The verbs without
+schema below replaces the model's partial indexes (migrations 0010 and 0012); the claim is
+a short transaction of two statements, the acknowledgement one statement; workers poll;
+timers take GET_LOCK. The verbs without
 SQL of their own here are the ORM's (``jobs.drivers.orm``).
 """
 
@@ -20,7 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from jobs.drivers.orm import OrmDriver, placeholders
-from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Running
+from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Done, Promoted, Running, StepRow
 
 # --- schema (migration 0010) ---
 
@@ -66,18 +67,78 @@ SCHEMA_UNDO = (
     "ALTER TABLE jobs_job DROP COLUMN dedupe_active",
 )
 
-# Flow control (migration 0013). The running jobs of a concurrency key are counted from
+# --- schema (migration 0012): jobs due later ---
+
+# A job due later (``due_later``, see the model) is kept out of the claims' range: the claim
+# indexes lead with (status, due_later), so a claim reads the ready jobs alone. The jobs
+# due later are found by ``due_at``, their run_at while they wait and NULL otherwise (a
+# generated column), under an index of its own: a promotion reads those now due from its
+# front. A claim or an acknowledgement changes the status of a job whose ``due_at`` is
+# NULL before and after, so InnoDB leaves that index alone: it costs the hot path nothing,
+# as the partial index ``jobs_due_later`` does on PostgreSQL.
+_DUE_LATER_SHAPES = {
+    "jobs_claim": "status, due_later, queue, priority, run_at, id",
+    "jobs_claim_any": "status, due_later, priority, run_at, id",
+    "jobs_due_later": "due_at",
+}
+# 0010's shapes of the claim indexes, which 0012 replaces (and puts back when reversed).
+_STATUS_FIRST_0010 = {name: _STATUS_FIRST[name] for name in ("jobs_claim", "jobs_claim_any")}
+SCHEMA_DUE_LATER = (
+    """ALTER TABLE jobs_job ADD COLUMN due_at datetime(6)
+        GENERATED ALWAYS AS (IF(status = 'queued' AND due_later, run_at, NULL)) STORED""",
+    "ALTER TABLE jobs_job "
+    + ", ".join(
+        f"DROP INDEX {name}, ADD INDEX {name} ({columns})" for name, columns in _DUE_LATER_SHAPES.items()
+    ),
+)
+# Back to the indexes Django builds from the model (0012's own operations then undo them).
+SCHEMA_DUE_LATER_UNDO = (
+    "ALTER TABLE jobs_job DROP INDEX jobs_due_later, ADD INDEX jobs_due_later (run_at)",
+    "ALTER TABLE jobs_job DROP COLUMN due_at",
+    "ALTER TABLE jobs_job DROP INDEX jobs_claim, ADD INDEX jobs_claim (queue, due_later, priority, run_at, id), "
+    "DROP INDEX jobs_claim_any, ADD INDEX jobs_claim_any (due_later, priority, run_at, id)",
+)
+# Reversing 0012 puts back the claim indexes Django builds for 0011's model; these make
+# them 0010's again.
+SCHEMA_CLAIM_0010 = (
+    "ALTER TABLE jobs_job "
+    + ", ".join(
+        f"DROP INDEX {name}, ADD INDEX {name} ({columns})" for name, columns in _STATUS_FIRST_0010.items()
+    ),
+)
+
+# --- workflow schema (migration 0014) ---
+
+# One running workflow per (name, dedupe key), as ``dedupe_active`` does it for jobs: the
+# generated ``running_key`` is the key while the workflow runs, NULL after, and a unique
+# index allows any number of NULLs. One job per workflow step: a unique index on the job's
+# step (jobs outside a workflow hold NULL, as many as there are).
+WORKFLOW_SCHEMA = (
+    """ALTER TABLE jobs_workflow ADD COLUMN running_key varchar(255)
+        GENERATED ALWAYS AS (IF(status = 'running', dedupe_key, NULL)) STORED""",
+    "CREATE UNIQUE INDEX jobs_workflow_running_key ON jobs_workflow (name, running_key)",
+    "CREATE UNIQUE INDEX jobs_step_job ON jobs_job (step_id)",
+)
+WORKFLOW_SCHEMA_UNDO = (
+    "DROP INDEX jobs_step_job ON jobs_job",
+    "DROP INDEX jobs_workflow_running_key ON jobs_workflow",
+    "ALTER TABLE jobs_workflow DROP COLUMN running_key",
+)
+
+# --- flow control schema (migration 0013) ---
+
+# Flow control. The running jobs of a concurrency key are counted from
 # ``jobs_running_key``, which Django builds here on (concurrency_key) for every row; led
 # by the status, a key's finished jobs (a type-wide key has them all) add no reads.
 # The queued jobs that carry a limit key are claimed from ``jobs_claim_keyed``: on
-# ``flow_queue``, the job's queue while it is queued with a key and NULL otherwise (a
-# generated column the database keeps), so a job without keys never moves in this index,
-# and a claim reads only keyed jobs, in claim order, however many others wait.
+# ``flow_queue``, the job's queue while it is queued with a key (and not due later) and
+# NULL otherwise (a generated column the database keeps), so a job without keys never moves
+# in this index, and a claim reads only keyed jobs, in claim order, however many others wait.
 FLOW_SCHEMA = (
     "ALTER TABLE jobs_job DROP INDEX jobs_running_key, ADD INDEX jobs_running_key (status, concurrency_key)",
     """ALTER TABLE jobs_job ADD COLUMN flow_queue varchar(50)
-        GENERATED ALWAYS AS (IF(status = 'queued' AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL),
-                                queue, NULL)) STORED""",
+        GENERATED ALWAYS AS (IF(status = 'queued' AND NOT due_later
+                                AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL), queue, NULL)) STORED""",
     "ALTER TABLE jobs_job DROP INDEX jobs_claim_keyed, ADD INDEX jobs_claim_keyed (flow_queue, priority, run_at, id)",
 )
 FLOW_SCHEMA_UNDO = (
@@ -95,24 +156,28 @@ SESSION_UTC = "SET time_zone = '+00:00'"
 
 # --- claim and finish ---
 
-# The claim, first statement: locks up to %(limit)s due, queued rows of the lane's queues in
-# claim order, skipping rows another worker holds (MariaDB 10.6+, MySQL 8). The index is
-# named because the optimiser, seeing few rows, may prefer another one and sort; read in
-# this index's order the statement stops after ``limit`` rows, however long the backlog.
+# The claim, first statement: locks up to %s due, queued rows of the lane's queues that are
+# not due later, in claim order, skipping rows another worker holds (MariaDB 10.6+, MySQL
+# 8), and reads what the worker needs of them. The index is named because the optimiser,
+# seeing few rows, may prefer another one and sort; read in this index's order from the
+# first ready entry (status, due_later = FALSE lead it), the statement stops after
+# ``limit`` rows, however long the backlog and however many jobs wait for a later time.
 # Under READ COMMITTED (the worker's isolation level) it locks only the rows it returns.
-# The same transaction then marks them running (MARK_CLAIMED) and reads them back
-# (CLAIMED_ROWS) by primary key, and commits: the locks live for those three.
-CLAIM_ONE_QUEUE = """
-SELECT id FROM jobs_job FORCE INDEX (jobs_claim)
- WHERE status = 'queued' AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
- ORDER BY status, queue, priority, run_at, id
+# The same transaction then marks them running by primary key (MARK_CLAIMED) and commits:
+# the locks live for those two statements. The rows are locked when read, so the attempt
+# the UPDATE writes is the one read plus one.
+_CLAIMED_COLUMNS = "id, type, payload, attempts, max_attempts, queue, step_id"
+CLAIM_ONE_QUEUE = f"""
+SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim)
+ WHERE status = 'queued' AND due_later = FALSE AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
+ ORDER BY status, due_later, queue, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
-CLAIM_QUEUES = """
-SELECT id FROM jobs_job FORCE INDEX (jobs_claim_any)
- WHERE status = 'queued' AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6)
- ORDER BY status, priority, run_at, id
+CLAIM_QUEUES = f"""
+SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_any)
+ WHERE status = 'queued' AND due_later = FALSE AND queue IN ({{queues}}) AND run_at <= CURRENT_TIMESTAMP(6)
+ ORDER BY status, due_later, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
@@ -128,24 +193,55 @@ UPDATE jobs_job
        finished_at = NULL, progress = NULL, progress_message = ''
  WHERE id IN ({ids})
 """
-CLAIMED_ROWS = """
-SELECT id, type, payload, attempts, max_attempts, queue FROM jobs_job
- WHERE id IN ({ids})
- ORDER BY priority, run_at, id
-"""
 
-# The acknowledgement, fenced in two statements of one short transaction: lock the rows
-# still running under this worker (by primary key), keep those whose attempt matches, and
-# mark those succeeded.
-LOCK_RUNNING = """
-SELECT id, attempts FROM jobs_job
- WHERE id IN ({ids}) AND status = 'running' AND locked_by = %s
-   FOR UPDATE
-"""
+# The acknowledgement, one fenced UPDATE in autocommit: the rows still running under this
+# worker at the attempt each was claimed for (the pairs, a filter on the rows the primary
+# key finds) become succeeded; each row is locked only while the statement runs. Its row
+# count (matched rows: Django connects with FOUND_ROWS) says whether every pair applied,
+# the usual case. When some did not (a late result of a reaped job, an acknowledgement
+# written twice) but some did, APPLIED_DONE reads which ones: the statement's moment is kept in a
+# session variable as it is written to finished_at of each row it changes, and a row of
+# this worker finished at that very microsecond was finished by it.
 COMPLETE = """
 UPDATE jobs_job
-   SET status = 'succeeded', finished_at = CURRENT_TIMESTAMP(6), progress = 100, error = ''
- WHERE id IN ({ids})
+   SET status = 'succeeded', finished_at = (@jobs_acknowledged := CURRENT_TIMESTAMP(6)),
+       progress = 100, error = ''
+ WHERE id IN ({ids}) AND (id, attempts) IN ({pairs}) AND status = 'running' AND locked_by = %s
+"""
+# The jobs COMPLETE changed, read back (see above), always: with what the rollup of finished
+# tries needs of each (``jobs.rollup``), each one's queue, type, wait (due to started) and
+# run (started to finished) in seconds. One primary-key read a batch: the price of the
+# charts on MariaDB, which has no UPDATE … RETURNING.
+APPLIED_DONE = """
+SELECT id, queue, type,
+       TIMESTAMPDIFF(MICROSECOND, run_at, started_at) / 1e6,
+       TIMESTAMPDIFF(MICROSECOND, started_at, finished_at) / 1e6
+  FROM jobs_job
+ WHERE id IN ({ids}) AND status = 'succeeded' AND locked_by = %s AND finished_at = @jobs_acknowledged
+"""
+
+# --- jobs due later ---
+
+# The promotion of jobs due later that are due now, in one short transaction: lock up to
+# %s of them, earliest first, from the front of ``jobs_due_later`` (their ``due_at``,
+# NULL for every other job, so the range holds only them), skipping rows another worker's
+# promotion holds; clear their flag by primary key (which moves them into the claims'
+# range of ``jobs_claim`` and ``jobs_claim_any``); commit. Workers poll here, so nothing
+# is notified: the promoting worker claims them itself, the others at their next poll.
+PROMOTE_DUE = """
+SELECT id, queue FROM jobs_job FORCE INDEX (jobs_due_later)
+ WHERE due_at <= CURRENT_TIMESTAMP(6)
+ ORDER BY due_at
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+MARK_PROMOTED = "UPDATE jobs_job SET due_later = FALSE WHERE id IN ({ids})"
+# Seconds until the next job due later is due, by the server's clock: the first non-NULL
+# entry of ``jobs_due_later`` (NULL when none waits), read after the promotion committed.
+# Zero or less when one is due already (it came due since, or another worker's promotion
+# holds it): the worker then looks again shortly. Locks nothing.
+NEXT_DUE_IN = """
+SELECT TIMESTAMPDIFF(MICROSECOND, CURRENT_TIMESTAMP(6), MIN(due_at)) / 1000000 FROM jobs_job
 """
 
 # --- flow control (``jobs.store.claim_flowed``): the claim of jobs with limits, in steps ---
@@ -160,15 +256,15 @@ _FLOW_EXCLUDED = """
    AND (rate_key IS NULL OR rate_key NOT IN ({waiting}))"""
 FLOW_CANDIDATES_ONE_QUEUE = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim)
- WHERE status = 'queued' AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY status, queue, priority, run_at, id
+ WHERE status = 'queued' AND due_later = FALSE AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6){excluded}
+ ORDER BY status, due_later, queue, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
 FLOW_CANDIDATES_QUEUES = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_any)
- WHERE status = 'queued' AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY status, priority, run_at, id
+ WHERE status = 'queued' AND due_later = FALSE AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
+ ORDER BY status, due_later, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
@@ -196,13 +292,14 @@ SELECT 'queue', queue, COUNT(*) FROM jobs_job FORCE INDEX (jobs_running)
 
 # Marks the admitted candidates (locked by this transaction) running, started at the
 # clock the decision was made at, through the primary key; then they are read back
-# (CLAIMED_ROWS) in the same transaction.
+# (FLOW_CLAIMED_ROWS) in the same transaction.
 FLOW_MARK_CLAIMED = """
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %s,
        started_at = %s, heartbeat_at = %s, finished_at = NULL, progress = NULL, progress_message = ''
  WHERE id IN ({ids})
 """
+FLOW_CLAIMED_ROWS = f"SELECT {_CLAIMED_COLUMNS} FROM jobs_job WHERE id IN ({{ids}})"
 
 # The rate windows of the (locked) gates that took starts, in one statement.
 FLOW_SAVE_GATES = "UPDATE jobs_flow_gate SET recent = CASE `key` {cases} END WHERE `key` IN ({keys})"
@@ -215,12 +312,89 @@ FLOW_SAVE_GATES = "UPDATE jobs_flow_gate SET recent = CASE `key` {cases} END WHE
 # IGNORE turns a duplicate active dedupe key (the unique index above) into a skipped row;
 # every other value was checked before (``jobs.validation``), so it hides nothing else.
 INSERT_MANY = """
-INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at, max_attempts,
-                             created_at, concurrency_key, rate_key, status, attempts,
+INSERT IGNORE INTO jobs_job (type, queue, priority, payload, dedupe_key, run_at, due_later,
+                             max_attempts, created_at, traceparent, concurrency_key, rate_key,
+                             status, attempts,
                              progress_message, error, message, earlier_attempts)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
+
+# --- workflows (``jobs.workflow``) ---
+
+# A released step's job: the step's own values (checked when the workflow started), queued,
+# due after its delay (due later, until a worker promotes it, when it has one), linked to its
+# step, with its workflow's trace context (``jobs.tracing``; NULL when none, see below). IGNORE
+# makes a second job of a step (the unique
+# index ``jobs_step_job``) or one whose dedupe key an active job holds (``jobs_dedupe_active``)
+# a skipped row; that step waits for the key (``jobs.workflow.progress.release_blocked``).
+# Under READ COMMITTED the SELECT reads the steps and the workflow without locking them; the
+# INSERT locks only its new rows.
+_STEP_JOB = """
+INSERT IGNORE INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
+                             attempts, max_attempts, created_at, progress_message, error, message,
+                             earlier_attempts, step_id, traceparent)
+SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
+       CURRENT_TIMESTAMP(6) + INTERVAL ROUND(COALESCE(s.delay, 0) * 1000000) MICROSECOND,
+       COALESCE(s.delay, 0) > 0, 0, s.max_attempts, CURRENT_TIMESTAMP(6), '', '', '', 0, s.id,
+       {traceparent}
+  FROM jobs_workflow_step AS s {join}
+ WHERE {condition}
+ ORDER BY s.id
+"""
+# The trace context a released step's job carries, its workflow's: read by the workflow's
+# primary key, once a statement where the statement's steps are of one workflow (its start, a
+# step's successors), per step where they may not be (the steps' rows hold no copy).
+WORKFLOW_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = %(workflow)s)"
+SUCCESSORS_TRACEPARENT = """(SELECT f.traceparent FROM jobs_workflow AS f
+         JOIN jobs_workflow_step AS u ON u.workflow_id = f.id WHERE u.id = %(step)s)"""
+STEPS_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = s.workflow_id)"
+
+# A workflow's steps (as it starts, or steps a running one adds): one multi-row INSERT
+# (mysqlclient folds executemany into one statement per packet; the values are
+# placeholders), then their ids read back by their positions, the workflow's newest, from
+# the index ``jobs_workflow_step_graph`` alone (it leads with the workflow and holds the
+# primary key). Locks only the new rows.
+INSERT_STEPS = """
+INSERT INTO jobs_workflow_step (workflow_id, position, name, type, queue, priority, payload,
+                                dedupe_key, max_attempts, delay, results_as, status, pending,
+                                depth, message, added_by)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+STEP_IDS = "SELECT id, position FROM jobs_workflow_step WHERE workflow_id = %s AND position BETWEEN %s AND %s"
+# The edges between them: one multi-row INSERT.
+INSERT_EDGES = "INSERT INTO jobs_workflow_edge (upstream_id, downstream_id) VALUES (%s, %s)"
+
+# A starting workflow's first steps (inserted as released), through the index
+# ``jobs_workflow_step_graph``, which leads with the workflow.
+RELEASE_WORKFLOW = _STEP_JOB.format(
+    traceparent=WORKFLOW_TRACEPARENT,
+    join="",
+    condition="s.workflow_id = %(workflow)s AND s.status = 'released'",
+)
+# Released steps whose job waited for its dedupe key, by primary key.
+RELEASE_STEPS = _STEP_JOB.format(
+    traceparent=STEPS_TRACEPARENT,
+    join="",
+    condition="s.id IN ({ids}) AND s.status = 'released'",
+)
+
+# A step succeeded, in two statements whatever the number of its successors. The first
+# counts down every step that waits for it (the edges' primary key, upstream first, finds
+# them) and releases those that wait for nothing more: MariaDB assigns from left to right,
+# so the status comes first, reading the count as it was. It locks those steps (by primary
+# key) until the step's transaction commits; the caller holds the workflow's row. The
+# second adds the jobs of the steps it released.
+COUNT_DOWN_SUCCESSORS = """
+UPDATE jobs_workflow_step
+   SET status = IF(pending = 1 AND status = 'waiting', 'released', status), pending = pending - 1
+ WHERE id IN (SELECT downstream_id FROM jobs_workflow_edge WHERE upstream_id = %s)
+"""
+RELEASE_SUCCESSORS = _STEP_JOB.format(
+    traceparent=SUCCESSORS_TRACEPARENT,
+    join="JOIN jobs_workflow_edge AS e ON e.downstream_id = s.id",
+    condition="e.upstream_id = %(step)s AND s.status = 'released' AND s.pending = 0",
+)
 
 # --- timers ---
 
@@ -268,6 +442,10 @@ SWAP_STATEMENT_TIME = (
 RESTORE_STATEMENT_TIME = "SET @@SESSION.max_statement_time = @jobs_statement_time"
 
 
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)  # a Decimal, from the division
+
+
 def step_lock_key(name: str) -> int:
     """The number a timer step's lock name carries (see ``_TIMER_STEP_LOCK``)."""
     return zlib.crc32(name.encode())
@@ -275,6 +453,13 @@ def step_lock_key(name: str) -> int:
 
 class MariaDBDriver(OrmDriver):
     vendor = "mysql"
+
+    # The rollup's upsert (``add_to_rollup``) in MariaDB's words.
+    ADD_TO_ROLLUP = """
+INSERT INTO jobs_rollup (span, minute, queue, type, outcome, measure, bucket, tries)
+VALUES {values}
+    ON DUPLICATE KEY UPDATE tries = tries + VALUES(tries)
+"""
 
     def prepare_session(self, connection: BaseDatabaseWrapper) -> None:
         # With USE_TZ, Django stores UTC in MariaDB's zone-less columns but leaves the
@@ -291,7 +476,8 @@ class MariaDBDriver(OrmDriver):
                 INSERT_MANY,
                 [
                     (batch.type, batch.queue, batch.priority, text, key, batch.run_at or now,
-                     batch.max_attempts, now, concurrency_key, rate_key, *INSERT_MANY_CONSTANTS)
+                     batch.due_later, batch.max_attempts, now, batch.traceparent, concurrency_key, rate_key,
+                     *INSERT_MANY_CONSTANTS)
                     for text, key, concurrency_key, rate_key in zip(
                         batch.payloads, batch.dedupe_keys, batch.concurrency_keys(), batch.rate_keys(),
                         strict=True,
@@ -303,18 +489,35 @@ class MariaDBDriver(OrmDriver):
     def claim(
         self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
     ) -> list[ClaimedJob]:
+        # Two statements in one short transaction: the locking read, the UPDATE.
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
             if len(queues) == 1:
                 cursor.execute(CLAIM_ONE_QUEUE_UNKEYED if unkeyed else CLAIM_ONE_QUEUE, [queues[0], limit])
             else:
                 statement = CLAIM_QUEUES_UNKEYED if unkeyed else CLAIM_QUEUES
                 cursor.execute(statement.format(queues=placeholders(queues)), [*queues, limit])
-            ids = [row[0] for row in cursor.fetchall()]
-            if not ids:
+            rows = cursor.fetchall()
+            if not rows:
                 return []
+            ids = [row[0] for row in rows]
             cursor.execute(MARK_CLAIMED.format(ids=placeholders(ids)), [worker, *ids])
-            cursor.execute(CLAIMED_ROWS.format(ids=placeholders(ids)), ids)
-            return [ClaimedJob(*row) for row in cursor.fetchall()]
+        return [
+            ClaimedJob(job_id, type_name, payload, attempts + 1, max_attempts, queue, step_id)
+            for job_id, type_name, payload, attempts, max_attempts, queue, step_id in rows
+        ]
+
+    def promote_due(self, limit: int) -> Promoted:
+        with transaction.atomic(using=self.alias), self.cursor() as cursor:
+            cursor.execute(PROMOTE_DUE, [limit])
+            rows = cursor.fetchall()
+            if rows:
+                ids = [job_id for job_id, _ in rows]
+                cursor.execute(MARK_PROMOTED.format(ids=placeholders(ids)), ids)
+        with self.cursor() as cursor:
+            cursor.execute(NEXT_DUE_IN)
+            found = cursor.fetchone()
+        next_due_in = None if found is None or found[0] is None else float(found[0])
+        return Promoted(len(rows), sorted({queue for _, queue in rows}), next_due_in)
 
     def flow_candidates(
         self,
@@ -375,7 +578,7 @@ class MariaDBDriver(OrmDriver):
         stamp = (at or timezone.now()).astimezone(UTC).replace(tzinfo=None)
         with self.cursor() as cursor:
             cursor.execute(FLOW_MARK_CLAIMED.format(ids=placeholders(ids)), [worker, stamp, stamp, *ids])
-            cursor.execute(CLAIMED_ROWS.format(ids=placeholders(ids)), list(ids))
+            cursor.execute(FLOW_CLAIMED_ROWS.format(ids=placeholders(ids)), list(ids))
             rows = cursor.fetchall()
         order = {job_id: position for position, job_id in enumerate(ids)}
         return sorted((ClaimedJob(*row) for row in rows), key=lambda job: order[job.id])
@@ -389,18 +592,65 @@ class MariaDBDriver(OrmDriver):
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
-    ) -> list[int]:
+    ) -> list[Done]:
         if results is not None:
             return super().complete_many(worker, done, results)
-        # Two statements in one short transaction, whatever the batch's size.
+        # One statement whatever the batch's size; a second only when the fence dropped some.
         ids = [job_id for job_id, _ in done]
-        attempt_of = dict(done)
-        with transaction.atomic(using=self.alias), self.cursor() as cursor:
-            cursor.execute(LOCK_RUNNING.format(ids=placeholders(ids)), [*ids, worker])
-            applied = [job_id for job_id, attempts in cursor.fetchall() if attempt_of[job_id] == attempts]
-            if applied:
-                cursor.execute(COMPLETE.format(ids=placeholders(applied)), applied)
-        return applied
+        pairs = [value for pair in done for value in pair]
+        statement_ids = placeholders(ids)
+        statement_pairs = ", ".join(["(%s, %s)"] * len(done))
+        with self.cursor() as cursor:
+            cursor.execute(COMPLETE.format(ids=statement_ids, pairs=statement_pairs), [*ids, *pairs, worker])
+            if cursor.rowcount == 0:  # (and the variable still holds an earlier statement's moment)
+                return []
+            # Which applied, with their times for the rollup: one read (see APPLIED_DONE).
+            cursor.execute(APPLIED_DONE.format(ids=statement_ids), [*ids, worker])
+            return [
+                Done(job_id, queue, type_name, _float(waited), _float(ran))
+                for job_id, queue, type_name, waited, ran in cursor.fetchall()
+            ]
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        if not rows:
+            return []
+        with self.cursor() as cursor:
+            cursor.executemany(
+                INSERT_STEPS,
+                [
+                    (workflow_id, row.position, row.name, row.type, row.queue, row.priority, row.payload,
+                     row.dedupe_key, row.max_attempts, row.delay, row.results_as, row.status, row.pending,
+                     row.depth, "", added_by)
+                    for row in rows
+                ],
+            )  # fmt: skip
+            positions = [row.position for row in rows]
+            cursor.execute(STEP_IDS, [workflow_id, min(positions), max(positions)])
+            found = {position: step_id for step_id, position in cursor.fetchall()}
+        return [found[row.position] for row in rows]
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        if pairs:
+            with self.cursor() as cursor:
+                cursor.executemany(INSERT_EDGES, list(pairs))
+
+    def release_workflow(self, workflow_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_WORKFLOW, {"workflow": workflow_id})
+            return cursor.rowcount
+
+    def release_steps(self, step_ids: Sequence[int]) -> int:
+        if not step_ids:
+            return 0
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_STEPS.format(ids=placeholders(step_ids)), list(step_ids))
+            return cursor.rowcount
+
+    def release_successors(self, step_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(COUNT_DOWN_SUCCESSORS, [step_id])
+            cursor.execute(RELEASE_SUCCESSORS, {"step": step_id})
+            return cursor.rowcount
 
     @contextmanager
     def try_lock_steps(self, session: BaseDatabaseWrapper, names: Sequence[str]) -> Iterator[bool]:

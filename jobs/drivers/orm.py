@@ -13,31 +13,77 @@ import json
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import reduce
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Case, Count, Exists, F, Min, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from jobs.drivers.protocol import (
     Batch,
     Candidate,
     ClaimedJob,
+    Done,
     FlowTransaction,
     Locks,
+    Promoted,
+    RollupRow,
     Running,
+    StepRow,
     Subscription,
     TaskRow,
 )
-from jobs.models import FlowGate, Job, JobAttempt, Status, Worker
+from jobs.models import FlowGate, Job, JobAttempt, Status, Worker, WorkflowEdge, WorkflowStep
 
 #: A job without limit keys: claimed without flow control (``jobs.flow``).
 UNKEYED = Q(concurrency_key__isnull=True, rate_key__isnull=True)
+
+STEP = WorkflowStep.Status
+#: Rows a bulk insert of steps or edges writes per statement.
+INSERT_BATCH = 2_000
+
+# --- workflows: statements every database runs alike ---
+
+# The steps downstream of some steps, however far: a recursive walk of the edges from
+# them (``jobs_workflow_edge``'s primary key, upstream first, serves each level). Standard
+# SQL, the same on PostgreSQL, MariaDB and SQLite. It reads only the edges, so MariaDB may
+# update the steps it names in the same statement. ``{seeds}`` is a list of placeholders.
+_BELOW = """
+WITH RECURSIVE below(id) AS (
+    SELECT downstream_id FROM jobs_workflow_edge WHERE upstream_id IN ({seeds})
+    UNION
+    SELECT e.downstream_id FROM jobs_workflow_edge AS e JOIN below ON e.upstream_id = below.id
+)
+SELECT id FROM below
+"""
+# A failed step's waiting steps, cancelled with a message that names it (or the steps below
+# a retried one put back to waiting, ``RESTORE_BELOW``). Locks the steps it changes, by
+# primary key, until the caller's transaction ends; the caller holds the workflow's row.
+CANCEL_BELOW = f"""
+UPDATE jobs_workflow_step SET status = %s, message = %s, finished_at = %s
+ WHERE status = %s AND id IN ({_BELOW})
+"""
+RESTORE_BELOW = f"""
+UPDATE jobs_workflow_step SET status = %s, message = '', finished_at = NULL
+ WHERE status = %s AND id IN ({_BELOW})
+"""
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    return None if start is None or end is None else (end - start).total_seconds()
+
+
+def _moment(value: Any) -> datetime:
+    """A moment read by a raw statement: aware, in UTC (SQLite hands back text)."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
 
 
 def placeholders(values: Sequence[object]) -> str:
@@ -51,6 +97,7 @@ def claimed_row_fields(worker: str, at: datetime | None = None) -> dict[str, Any
     started: Any = Now() if at is None else at
     return {
         "status": Status.RUNNING,
+        "due_later": False,  # a test's inline run may take a job before its time
         "attempts": F("attempts") + 1,
         "locked_by": worker,
         "started_at": started,
@@ -185,6 +232,8 @@ class OrmDriver:
                 run_at=batch.run_at or now,
                 concurrency_key=concurrency_key,
                 rate_key=rate_key,
+                traceparent=batch.traceparent,
+                due_later=batch.due_later,
             )
             for text, key, concurrency_key, rate_key in zip(
                 batch.payloads, batch.dedupe_keys, batch.concurrency_keys(), batch.rate_keys(), strict=True
@@ -203,7 +252,9 @@ class OrmDriver:
         # Select, mark and re-read in one transaction; the row locks (where the database
         # takes them) last until its end.
         with transaction.atomic(using=self.alias):
-            due = self.jobs().filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
+            due = self.jobs().filter(
+                status=Status.QUEUED, due_later=False, queue__in=queues, run_at__lte=Now()
+            )
             if unkeyed:
                 due = due.filter(UNKEYED)
             ids = list(
@@ -217,14 +268,37 @@ class OrmDriver:
             claimed = self.jobs().filter(id__in=ids).order_by("priority", "run_at", "id")
             return [
                 ClaimedJob(
-                    job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts, job.queue
+                    job.id,
+                    job.type,
+                    json.dumps(job.payload),
+                    job.attempts,
+                    job.max_attempts,
+                    job.queue,
+                    job.step_id,
                 )
                 for job in claimed
             ]
 
+    def promote_due(self, limit: int) -> Promoted:
+        waiting = self.jobs().filter(status=Status.QUEUED, due_later=True)
+        with transaction.atomic(using=self.alias):
+            rows = list(
+                waiting.select_for_update(skip_locked=True)
+                .filter(run_at__lte=Now())
+                .order_by("run_at")
+                .values_list("id", "queue")[:limit]
+            )
+            if rows:
+                self.jobs().filter(id__in=[job_id for job_id, _ in rows]).update(due_later=False)
+        # Read after the promotion committed: zero or less when one is due already. The
+        # embedded database's clock is this host's.
+        following = waiting.aggregate(at=Min("run_at"))["at"]
+        next_due_in = None if following is None else (following - timezone.now()).total_seconds()
+        return Promoted(len(rows), sorted({queue for _, queue in rows}), next_due_in)
+
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
-    ) -> list[int]:
+    ) -> list[Done]:
         applied = []
         with transaction.atomic(using=self.alias):
             for index, (job_id, attempt) in enumerate(done):
@@ -240,7 +314,86 @@ class OrmDriver:
                     **stored,
                 ):
                     applied.append(job_id)
-        return applied
+        return self.done(applied)
+
+    def done(self, job_ids: Sequence[int]) -> list[Done]:
+        """The jobs just marked succeeded, as ``complete_many`` returns them (one read)."""
+        if not job_ids:
+            return []
+        rows = (
+            self.jobs()
+            .filter(pk__in=job_ids)
+            .values_list("id", "queue", "type", "run_at", "started_at", "finished_at")
+        )
+        return [
+            Done(job_id, queue, type_name, _seconds(run_at, started_at), _seconds(started_at, finished_at))
+            for job_id, queue, type_name, run_at, started_at, finished_at in rows
+        ]
+
+    # The rollup's upsert (``add_to_rollup``), as PostgreSQL and SQLite (3.24+) write it.
+    ADD_TO_ROLLUP = """
+INSERT INTO jobs_rollup (span, minute, queue, type, outcome, measure, bucket, tries)
+VALUES {values}
+    ON CONFLICT (span, queue, type, minute, outcome, measure, bucket)
+    DO UPDATE SET tries = jobs_rollup.tries + excluded.tries
+"""
+
+    def add_to_rollup(self, rows: Sequence[RollupRow]) -> None:
+        if not rows:
+            return
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+        params = [self._rollup_value(value) for row in rows for value in row]
+        with self.cursor() as cursor:
+            cursor.execute(self.ADD_TO_ROLLUP.format(values=values), params)
+
+    # The charts' figures (``rollup_figures``), in SQL every supported database speaks
+    # (window functions: PostgreSQL, MariaDB 10.2+, SQLite 3.25+), in one statement: per
+    # interval and measure, the buckets of the queue's (or the fleet's) rows of every type
+    # (type "", see ``jobs.rollup``) summed over the outcomes; the first
+    # bucket whose running total reaches each fraction; and the tries of each outcome. A
+    # few hundred rows come back, not the thousands of buckets they are read from.
+    ROLLUP_FIGURES = """
+SELECT minute, measure, total,
+       MIN(CASE WHEN below >= %s * total THEN bucket END),
+       MIN(CASE WHEN below >= %s * total THEN bucket END),
+       MAX(first), MAX(second), MAX(third)
+  FROM (SELECT minute, measure, bucket,
+               SUM(n) OVER (PARTITION BY minute, measure ORDER BY bucket) AS below,
+               SUM(n) OVER (PARTITION BY minute, measure) AS total,
+               SUM(n1) OVER (PARTITION BY minute, measure) AS first,
+               SUM(n2) OVER (PARTITION BY minute, measure) AS second,
+               SUM(n3) OVER (PARTITION BY minute, measure) AS third
+          FROM (SELECT minute, measure, bucket, SUM(tries) AS n,
+                       SUM(CASE WHEN outcome = %s THEN tries ELSE 0 END) AS n1,
+                       SUM(CASE WHEN outcome = %s THEN tries ELSE 0 END) AS n2,
+                       SUM(CASE WHEN outcome = %s THEN tries ELSE 0 END) AS n3
+                  FROM jobs_rollup
+                 WHERE span = %s AND minute >= %s AND queue = %s AND type = %s
+                 GROUP BY minute, measure, bucket) AS summed) AS running
+ GROUP BY minute, measure, total
+"""
+
+    def rollup_figures(
+        self,
+        span: int,
+        since: datetime,
+        queue: str,
+        fractions: tuple[float, float],
+        outcomes: tuple[str, str, str],
+    ) -> list[tuple[datetime, str, int, int, int, tuple[int, int, int]]]:
+        params: list[Any] = [*fractions, *outcomes, span, self._rollup_value(since), queue, ""]
+        return [
+            (_moment(minute), measure, int(total), int(low), int(high), (int(one), int(two), int(three)))
+            for minute, measure, total, low, high, one, two, three in self.execute(
+                self.ROLLUP_FIGURES, params
+            )
+        ]
+
+    def _rollup_value(self, value: Any) -> Any:
+        # A moment as the connection stores it (UTC, aware or naive as the backend wants).
+        if isinstance(value, datetime):
+            return self.connection.ops.adapt_datetimefield_value(value)
+        return value
 
     def _fenced(self, worker: str, job_id: int, attempt: int) -> QuerySet[Job]:
         return self.jobs().filter(id=job_id, attempts=attempt, locked_by=worker, status=Status.RUNNING)
@@ -276,7 +429,7 @@ class OrmDriver:
         due = (
             self.jobs()
             .select_for_update(skip_locked=True)
-            .filter(status=Status.QUEUED, queue__in=queues, run_at__lte=Now())
+            .filter(status=Status.QUEUED, due_later=False, queue__in=queues, run_at__lte=Now())
         )
         if keyed_only:
             due = due.filter(~UNKEYED)
@@ -331,7 +484,15 @@ class OrmDriver:
         order = {job_id: position for position, job_id in enumerate(ids)}
         claimed = sorted(self.jobs().filter(id__in=ids), key=lambda job: order[job.id])
         return [
-            ClaimedJob(job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts, job.queue)
+            ClaimedJob(
+                job.id,
+                job.type,
+                json.dumps(job.payload),
+                job.attempts,
+                job.max_attempts,
+                job.queue,
+                job.step_id,
+            )
             for job in claimed
         ]
 
@@ -359,6 +520,114 @@ class OrmDriver:
                     self.gates().filter(key__in=gone).delete()
                 pruned += len(gone)
             after = rows[-1][0]
+
+    # --- workflows ---
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        steps = [
+            WorkflowStep(
+                workflow_id=workflow_id,
+                position=row.position,
+                name=row.name,
+                type=row.type,
+                queue=row.queue,
+                priority=row.priority,
+                payload=json.loads(row.payload),
+                dedupe_key=row.dedupe_key,
+                max_attempts=row.max_attempts,
+                delay=row.delay,
+                results_as=row.results_as,
+                status=row.status,
+                pending=row.pending,
+                depth=row.depth,
+                added_by=added_by,
+            )
+            for row in rows
+        ]
+        # The primary keys come back from the insert (RETURNING) on every supported database.
+        WorkflowStep.objects.using(self.alias).bulk_create(steps, batch_size=INSERT_BATCH)
+        return [step.pk for step in steps]
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        WorkflowEdge.objects.using(self.alias).bulk_create(
+            [WorkflowEdge(upstream_id=up, downstream_id=down) for up, down in pairs], batch_size=INSERT_BATCH
+        )
+
+    def release_workflow(self, workflow_id: int) -> int:
+        return self._insert_step_jobs(
+            WorkflowStep.objects.using(self.alias).filter(workflow_id=workflow_id, status=STEP.RELEASED)
+        )
+
+    def release_steps(self, step_ids: Sequence[int]) -> int:
+        return self._insert_step_jobs(
+            WorkflowStep.objects.using(self.alias).filter(pk__in=list(step_ids), status=STEP.RELEASED)
+        )
+
+    def release_successors(self, step_id: int) -> int:
+        steps = WorkflowStep.objects.using(self.alias)
+        below = WorkflowEdge.objects.using(self.alias).filter(upstream_id=step_id).values("downstream_id")
+        # The status before the count: MariaDB assigns from left to right, so each
+        # assignment here reads the count as it was, on every database. A cancelled step
+        # (below a failed one) is counted down too, for the day its upstream is retried.
+        steps.filter(pk__in=below).update(
+            status=Case(When(pending=1, status=STEP.WAITING, then=Value(STEP.RELEASED)), default=F("status")),
+            pending=F("pending") - 1,
+        )
+        return self._insert_step_jobs(steps.filter(pk__in=below, status=STEP.RELEASED, pending=0))
+
+    def _insert_step_jobs(self, steps: QuerySet[WorkflowStep]) -> int:
+        """Each step's job, skipping those that have one and those whose dedupe key an
+        active job holds (the unique indexes refuse them)."""
+        rows = list(
+            steps.exclude(Exists(self.jobs().filter(step_id=OuterRef("pk"))))
+            .order_by("id")
+            .values(
+                "id",
+                "type",
+                "queue",
+                "priority",
+                "payload",
+                "dedupe_key",
+                "max_attempts",
+                "delay",
+                "workflow__traceparent",  # its workflow's trace context (``jobs.tracing``)
+            )
+        )
+        if not rows:
+            return 0
+        now = timezone.now()
+        jobs = [
+            Job(
+                type=row["type"],
+                queue=row["queue"],
+                priority=row["priority"],
+                payload=row["payload"],
+                dedupe_key=row["dedupe_key"],
+                max_attempts=row["max_attempts"],
+                run_at=now + timedelta(seconds=row["delay"] or 0),
+                due_later=bool(row["delay"]),  # waits for a promotion (``promote_due``)
+                step_id=row["id"],
+                traceparent=row["workflow__traceparent"],
+            )
+            for row in rows
+        ]
+        self.jobs().bulk_create(jobs, ignore_conflicts=True)
+        return self.jobs().filter(step_id__in=[row["id"] for row in rows]).count()
+
+    def cancel_below(self, step_ids: Sequence[int], message: str) -> int:
+        if not step_ids:
+            return 0
+        statement = CANCEL_BELOW.format(seeds=placeholders(step_ids))
+        with self.cursor() as cursor:
+            now = self.connection.ops.adapt_datetimefield_value(timezone.now())  # as the ORM writes it
+            cursor.execute(statement, [STEP.CANCELLED, message, now, STEP.WAITING, *step_ids])
+            return cursor.rowcount
+
+    def restore_below(self, step_id: int) -> int:
+        statement = RESTORE_BELOW.format(seeds="%s")
+        with self.cursor() as cursor:
+            cursor.execute(statement, [STEP.WAITING, STEP.CANCELLED, step_id])
+            return cursor.rowcount
 
     # --- recovery and housekeeping ---
 

@@ -26,7 +26,18 @@ from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
-from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, FlowTransaction, Locks, Running, TaskRow
+from jobs.drivers.protocol import (
+    Batch,
+    Candidate,
+    ClaimedJob,
+    Done,
+    FlowTransaction,
+    Locks,
+    Promoted,
+    Running,
+    StepRow,
+    TaskRow,
+)
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -49,8 +60,11 @@ SUPERVISOR_ASYNC_COMMIT = "SET synchronous_commit TO off"
 # Locks up to %(limit)s due, queued rows of the worker's queues in claim order, skipping
 # rows another worker holds, and marks them running under this worker in the same
 # statement, so the lock lives only as long as this one UPDATE. A one-queue lane is served
-# by the partial index ``jobs_claim``, a lane of several queues by ``jobs_claim_any``; both
-# are read in order, so the cost does not grow with the backlog. The ids are gathered into
+# by the partial index ``jobs_claim`` (queue, due_later, priority, run_at, id), a lane of
+# several queues by ``jobs_claim_any`` (due_later, priority, run_at, id); both are read in
+# order from the first job not due later, so the cost grows neither with the backlog nor
+# with the jobs waiting for a later time (those stay under due_later = true until a worker
+# promotes them, ``PROMOTE``). The ids are gathered into
 # an array first (an InitPlan), so even the generic plan of the prepared statement reaches
 # the rows through the primary key rather than joining against the whole table. The
 # payload goes out as text: the child process parses it. Each row's queue goes out too: a
@@ -67,13 +81,13 @@ UPDATE jobs_job
        progress = NULL, progress_message = ''
  WHERE id = ANY(ARRAY(
         SELECT id FROM jobs_job
-         WHERE status = 'queued' AND {queue_condition} AND run_at <= now(){keys_condition}
+         WHERE status = 'queued' AND {queue_condition} AND due_later = false AND run_at <= now(){keys_condition}
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED))
-RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, priority, run_at
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, step_id, priority, run_at
 )
-SELECT id, type, payload, attempts, max_attempts, queue FROM claimed ORDER BY priority, run_at, id
+SELECT id, type, payload, attempts, max_attempts, queue, step_id FROM claimed ORDER BY priority, run_at, id
 """
 _ONE_QUEUE = "queue = %(queue)s"
 _QUEUES = "queue = ANY(%(queues)s::varchar[])"
@@ -83,32 +97,43 @@ CLAIM_QUEUES = _CLAIM.format(queue_condition=_QUEUES, keys_condition="")
 CLAIM_ONE_QUEUE_UNKEYED = _CLAIM.format(queue_condition=_ONE_QUEUE, keys_condition=_UNKEYED)
 CLAIM_QUEUES_UNKEYED = _CLAIM.format(queue_condition=_QUEUES, keys_condition=_UNKEYED)
 
+# What an acknowledgement returns of each job it marked succeeded: what the rollup of
+# finished tries counts it by (``jobs.rollup``), its wait (due to started) and its run, in
+# seconds. Read from the row the UPDATE already holds: no statement of its own.
+_DONE = (
+    "j.id, j.queue, j.type, extract(epoch FROM j.started_at - j.run_at)::float8, "
+    "extract(epoch FROM j.finished_at - j.started_at)::float8"
+)
+
 # Marks many jobs succeeded in one statement, fenced: a row counts only while it is still
 # running under this worker and the same attempt (a reaped job's late result is dropped).
 # Each id's attempt is looked up by its position in the array, not by joining an unnest:
 # the generic plan of a join would compare every row with every pair.
-COMPLETE = """
+_COMPLETE = """
 UPDATE jobs_job AS j
    SET status = 'succeeded', finished_at = now(), progress = 100, error = ''
  WHERE j.id = ANY(%(ids)s::bigint[])
    AND j.attempts = (%(attempts)s::int[])[array_position(%(ids)s::bigint[], j.id)]
    AND j.status = 'running' AND j.locked_by = %(worker)s
-RETURNING j.id
+RETURNING {returning}
 """
 
 # COMPLETE for jobs that return a result (django.tasks tasks, ``jobs.backends``): the same
 # fence and the same lookup by position, plus each job's result (JSON text) stored with it.
 # Jobs without a result never take this statement, so the common acknowledgement above
 # carries no result column at all.
-COMPLETE_WITH_RESULTS = """
+_COMPLETE_WITH_RESULTS = """
 UPDATE jobs_job AS j
    SET status = 'succeeded', finished_at = now(), progress = 100, error = '',
        result = ((%(results)s::text[])[array_position(%(ids)s::bigint[], j.id)])::jsonb
  WHERE j.id = ANY(%(ids)s::bigint[])
    AND j.attempts = (%(attempts)s::int[])[array_position(%(ids)s::bigint[], j.id)]
    AND j.status = 'running' AND j.locked_by = %(worker)s
-RETURNING j.id
+RETURNING {returning}
 """
+
+COMPLETE = _COMPLETE.format(returning=_DONE)
+COMPLETE_WITH_RESULTS = _COMPLETE_WITH_RESULTS.format(returning=_DONE)
 
 # The rows django.tasks tasks' results are built from (``jobs.task_results``): a worker's
 # child reads those of a batch before running it, ``get_result`` reads one. Primary-key
@@ -141,7 +166,7 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
 # queue with limits of its own, from the claim indexes.
 _FLOW_CANDIDATES = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job
- WHERE status = 'queued' AND queue = ANY(%(queues)s::varchar[]) AND run_at <= now(){keyed}
+ WHERE status = 'queued' AND queue = ANY(%(queues)s::varchar[]) AND due_later = false AND run_at <= now(){keyed}
    AND (concurrency_key IS NULL OR concurrency_key <> ALL(%(full)s::text[]))
    AND (rate_key IS NULL OR rate_key <> ALL(%(waiting)s::text[]))
  ORDER BY priority, run_at, id
@@ -195,7 +220,7 @@ UPDATE jobs_job
        started_at = COALESCE(%(at)s::timestamptz, now()), heartbeat_at = COALESCE(%(at)s::timestamptz, now()),
        finished_at = NULL, progress = NULL, progress_message = ''
  WHERE id = ANY(%(ids)s::bigint[])
-RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, step_id
 """
 
 # Limit keys for a job enqueued before its type declared a type-wide limit (rare).
@@ -209,12 +234,12 @@ FLOW_REKEY = "UPDATE jobs_job SET concurrency_key = %s, rate_key = %s WHERE id =
 # rows). The statement locks only its new row; a twin holding the same key in a
 # transaction not yet committed makes it wait for that transaction, so only one inserts.
 INSERT_ONE = """
-INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
-                      attempts, max_attempts, progress_message, error, message,
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
+                      attempts, max_attempts, progress_message, error, message, traceparent,
                       concurrency_key, rate_key)
 VALUES (%(type)s, %(queue)s, %(priority)s, 'queued', %(payload)s::jsonb, %(dedupe_key)s,
-        COALESCE(%(run_at)s::timestamptz, now()), 0, %(max_attempts)s, '', '', '',
-        %(concurrency_key)s, %(rate_key)s)
+        COALESCE(%(run_at)s::timestamptz, now()), %(due_later)s, 0, %(max_attempts)s, '', '', '',
+        %(traceparent)s, %(concurrency_key)s, %(rate_key)s)
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
 RETURNING id, run_at, created_at
@@ -224,10 +249,10 @@ RETURNING id, run_at, created_at
 # unique index ``jobs_dedupe_active`` turns a duplicate active dedupe key into a no-op;
 # like INSERT_ONE it locks only the rows it adds.
 INSERT_MANY = """
-INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
-                      attempts, max_attempts, progress_message, error, message)
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
+                      attempts, max_attempts, progress_message, error, message, traceparent)
 SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.dedupe_key,
-       COALESCE(%(run_at)s, now()), 0, %(max_attempts)s, '', '', ''
+       COALESCE(%(run_at)s, now()), %(due_later)s, 0, %(max_attempts)s, '', '', '', %(traceparent)s
   FROM unnest(%(payloads)s::text[], %(dedupe_keys)s::text[]) AS item(payload, dedupe_key)
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
@@ -235,17 +260,110 @@ SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.de
 # INSERT_MANY for a type with flow limits (``jobs.flow``): each row with its limit keys too.
 # A statement of its own, so the bulk enqueue of an unlimited type passes no empty arrays.
 INSERT_MANY_LIMITED = """
-INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at,
-                      attempts, max_attempts, progress_message, error, message,
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
+                      attempts, max_attempts, progress_message, error, message, traceparent,
                       concurrency_key, rate_key)
 SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.dedupe_key,
-       COALESCE(%(run_at)s, now()), 0, %(max_attempts)s, '', '', '',
+       COALESCE(%(run_at)s, now()), %(due_later)s, 0, %(max_attempts)s, '', '', '', %(traceparent)s,
        item.concurrency_key, item.rate_key
   FROM unnest(%(payloads)s::text[], %(dedupe_keys)s::text[], %(concurrency_keys)s::text[],
               %(rate_keys)s::text[]) AS item(payload, dedupe_key, concurrency_key, rate_key)
     ON CONFLICT (type, dedupe_key) WHERE status IN ('queued', 'running') AND dedupe_key IS NOT NULL
     DO NOTHING
 """
+
+# --- workflows (``jobs.workflow``) -----------------------------------------------------------
+
+# A released step's job: the step's own values (checked when the workflow started), queued,
+# due after its delay (due later, until a worker promotes it, when it has one), linked to its
+# step, with its workflow's trace context (``jobs.tracing``; NULL when none, see below). The
+# unique index ``jobs_step_job`` makes a second
+# job of a step a no-op, and ``jobs_dedupe_active`` one whose dedupe key an active job holds
+# (that step waits for the key: ``jobs.workflow.progress.release_blocked``). Like any
+# enqueue, the trigger below wakes the workers of the queues that got due jobs.
+_STEP_JOB = """{counted}
+INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
+                      attempts, max_attempts, progress_message, error, message, step_id,
+                      traceparent)
+SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
+       now() + make_interval(secs => COALESCE(s.delay, 0)), COALESCE(s.delay, 0) > 0,
+       0, s.max_attempts, '', '', '', s.id,
+       {traceparent}
+  FROM {source} AS s
+ WHERE {condition}
+ ORDER BY s.id
+    ON CONFLICT DO NOTHING
+"""
+
+# The trace context a released step's job carries, its workflow's: read by the workflow's
+# primary key, once a statement where the statement's steps are of one workflow (its start, a
+# step's successors), per step where they may not be (the steps' rows hold no copy).
+WORKFLOW_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = %(workflow)s)"
+SUCCESSORS_TRACEPARENT = """(SELECT f.traceparent FROM jobs_workflow AS f
+         WHERE f.id = (SELECT u.workflow_id FROM jobs_workflow_step AS u WHERE u.id = %(step)s))"""
+STEPS_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = s.workflow_id)"
+
+# A workflow's steps (as it starts, or steps a running one adds): one INSERT of the arrays,
+# whatever their number, returning each new row's id with its position. Locks only the
+# new rows.
+INSERT_STEPS = """
+INSERT INTO jobs_workflow_step (workflow_id, position, name, type, queue, priority, payload,
+                                dedupe_key, max_attempts, delay, results_as, status, pending,
+                                depth, message, added_by)
+SELECT %(workflow)s, s.position, s.name, s.type, s.queue, s.priority, s.payload::jsonb,
+       s.dedupe_key, s.max_attempts, s.delay, s.results_as, s.status, s.pending, s.depth, '',
+       %(added_by)s
+  FROM unnest(%(position)s::int[], %(name)s::text[], %(type)s::text[], %(queue)s::text[],
+              %(priority)s::int[], %(payload)s::text[], %(dedupe_key)s::text[],
+              %(max_attempts)s::int[], %(delay)s::float8[], %(results_as)s::text[],
+              %(status)s::text[], %(pending)s::int[], %(depth)s::int[])
+       AS s(position, name, type, queue, priority, payload, dedupe_key, max_attempts, delay,
+            results_as, status, pending, depth)
+RETURNING id, position
+"""
+
+# The edges between them: one INSERT of two arrays. Locks only the new rows.
+INSERT_EDGES = """
+INSERT INTO jobs_workflow_edge (upstream_id, downstream_id)
+SELECT * FROM unnest(%(upstream)s::bigint[], %(downstream)s::bigint[])
+"""
+
+# A starting workflow's first steps (inserted as released): its steps read through the
+# index ``jobs_workflow_step_graph``, which leads with the workflow. Locks only the new rows.
+RELEASE_WORKFLOW = _STEP_JOB.format(
+    counted="",
+    traceparent=WORKFLOW_TRACEPARENT,
+    source="jobs_workflow_step",
+    condition="s.workflow_id = %(workflow)s AND s.status = 'released'",
+)
+
+# Released steps whose job waited for its dedupe key, by primary key.
+RELEASE_STEPS = _STEP_JOB.format(
+    counted="",
+    traceparent=STEPS_TRACEPARENT,
+    source="jobs_workflow_step",
+    condition="s.id = ANY(%(ids)s::bigint[]) AND s.status = 'released'",
+)
+
+# A step succeeded: one statement, whatever the number of its successors. The UPDATE counts
+# down every step that waits for it (found by the edges' primary key, upstream first) and
+# releases those that wait for nothing more; the INSERT adds the jobs of the released ones
+# from the rows the UPDATE returns. Every assignment reads the row as it was. It locks the
+# successors' rows (by primary key) and the new jobs until the step's transaction commits;
+# the caller holds the workflow's row, so two upstream steps of one successor count down one
+# after the other.
+RELEASE_SUCCESSORS = _STEP_JOB.format(
+    counted="""
+WITH counted AS (
+    UPDATE jobs_workflow_step AS w
+       SET status = CASE WHEN w.pending = 1 AND w.status = 'waiting' THEN 'released' ELSE w.status END,
+           pending = w.pending - 1
+     WHERE w.id IN (SELECT e.downstream_id FROM jobs_workflow_edge AS e WHERE e.upstream_id = %(step)s)
+    RETURNING w.*)""",
+    traceparent=SUCCESSORS_TRACEPARENT,
+    source="counted",
+    condition="s.status = 'released' AND s.pending = 0",
+)
 
 # Enqueue wakes idle workers: a statement-level trigger sends one NOTIFY per queue that
 # received due jobs. It reads only the statement's new rows (the transition table), so it
@@ -276,6 +394,37 @@ DROP FUNCTION IF EXISTS jobs_notify_enqueued();
 # job; enqueue wakes them by the trigger above). Locks nothing and reads no table;
 # PostgreSQL delivers the notice at commit, so a rolled-back change wakes no one.
 NOTIFY = "SELECT pg_notify(%s, %s)"
+
+# Promotes the jobs due later that are due now (``jobs.store.promote_due``): locks up to
+# %(limit)s of them, earliest first, skipping rows another worker's promotion (or an
+# operator's cancel) holds, and clears their flag in the same statement, so they enter the
+# claims' range of ``jobs_claim`` and ``jobs_claim_any``; the locks last as long as this
+# statement. Read from the front of the partial index ``jobs_due_later`` (run_at of the
+# jobs due later), so it reads only the rows it promotes. Each queue that got jobs is
+# notified, delivered at commit like the enqueue trigger's. The last column, from the same
+# index's first entry not promoted here (the statement's snapshot still shows those), is
+# how many seconds (by the database's clock) until the next job due later is due: the
+# worker comes back then (at once when it is due already: left by a full batch, or held by
+# another worker's promotion). The array and the outer SELECT
+# are the claim's pattern; ``woken`` is read by the outer SELECT, or it would not run.
+PROMOTE = f"""
+WITH promoted AS (
+UPDATE jobs_job SET due_later = false
+ WHERE id = ANY(ARRAY(
+        SELECT id FROM jobs_job
+         WHERE status = 'queued' AND due_later AND run_at <= now()
+         ORDER BY run_at
+         LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED))
+RETURNING id, queue
+), woken AS (
+SELECT queue, pg_notify('{CHANNEL}', queue) FROM (SELECT DISTINCT queue FROM promoted) AS due
+)
+SELECT (SELECT count(*) FROM promoted),
+       ARRAY(SELECT queue FROM woken),
+       (SELECT EXTRACT(EPOCH FROM min(run_at) - now())::float8 FROM jobs_job
+         WHERE status = 'queued' AND due_later AND id <> ALL(ARRAY(SELECT id FROM promoted)))
+"""
 
 # A timer step's guard (``jobs.timers``): a transaction-level advisory lock on the step's
 # 32-bit key, taken without waiting, so a second run of the same step at the same moment
@@ -511,6 +660,8 @@ class PostgresDriver(OrmDriver):
                 **fields,
                 "payload": payload_text,
                 "run_at": fields.get("run_at"),
+                "traceparent": fields.get("traceparent"),
+                "due_later": fields.get("due_later", False),
             },
         )
         if not rows:
@@ -532,9 +683,11 @@ class PostgresDriver(OrmDriver):
             "queue": batch.queue,
             "priority": batch.priority,
             "run_at": batch.run_at,
+            "due_later": batch.due_later,
             "max_attempts": batch.max_attempts,
             "payloads": list(batch.payloads),
             "dedupe_keys": list(batch.dedupe_keys),
+            "traceparent": batch.traceparent,
         }
         statement = INSERT_MANY
         if batch.limit_keys is not None:
@@ -571,9 +724,14 @@ class PostgresDriver(OrmDriver):
         finally:
             round_.end()
 
+    def promote_due(self, limit: int) -> Promoted:
+        # One prepared statement: the promotion, the notices and the next due moment.
+        [(count, queues, next_due_in)] = self.execute_prepared(PROMOTE, {"limit": limit})
+        return Promoted(count, sorted(queues), next_due_in)
+
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
-    ) -> list[int]:
+    ) -> list[Done]:
         params: dict[str, Any] = {
             "ids": [job_id for job_id, _ in done],
             "attempts": [attempt for _, attempt in done],
@@ -583,7 +741,40 @@ class PostgresDriver(OrmDriver):
             rows = self.execute_prepared(COMPLETE, params)
         else:
             rows = self.execute_prepared(COMPLETE_WITH_RESULTS, {**params, "results": list(results)})
-        return [row[0] for row in rows]
+        return [Done(*row) for row in rows]
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        if not rows:
+            return []
+        columns = {name: [getattr(row, name) for row in rows] for name in StepRow._fields}
+        found = dict(
+            (position, step_id)
+            for step_id, position in self.execute(
+                INSERT_STEPS, {"workflow": workflow_id, "added_by": added_by, **columns}
+            )
+        )
+        return [found[row.position] for row in rows]
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        if pairs:
+            self.execute(
+                INSERT_EDGES, {"upstream": [up for up, _ in pairs], "downstream": [down for _, down in pairs]}
+            )
+
+    def release_workflow(self, workflow_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_WORKFLOW, {"workflow": workflow_id})
+            return cursor.rowcount
+
+    def release_steps(self, step_ids: Sequence[int]) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_STEPS, {"ids": list(step_ids)})
+            return cursor.rowcount
+
+    def release_successors(self, step_id: int) -> int:
+        with self.cursor() as cursor:
+            cursor.execute(RELEASE_SUCCESSORS, {"step": step_id})
+            return cursor.rowcount
 
     def notify(self, queues: Sequence[str]) -> None:
         if not queues:

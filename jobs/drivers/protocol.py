@@ -34,10 +34,27 @@ class ClaimedJob(NamedTuple):
     attempt: int
     max_attempts: int
     queue: str  # the row's, which a lane's fair share counts by
+    step: int | None = None  # the workflow step it runs (``jobs.workflow``), or None
     # Claimed near a concurrency limit (``jobs.flow.admission``): from its claim it takes a
     # slot another worker may want, so it went to an idle child, runs alone, and its end
     # wakes the workers waiting for the slot.
     held: bool = False
+
+
+class Done(NamedTuple):
+    """A job an acknowledgement marked succeeded, with what the rollup needs of it
+    (``jobs.rollup``): its queue and type, and its try's times in seconds."""
+
+    id: int
+    queue: str
+    type: str
+    waited: float | None  # from due (run_at) to started
+    ran: float | None  # from started to finished
+
+
+#: One row of the rollup's upsert: span (minutes), the span's start, queue, type, outcome,
+#: measure ("w" wait, "r" run), bucket, and how many tries to add to it.
+RollupRow = tuple[int, datetime, str, str, str, str, int, int]
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,8 @@ class Batch:
     run_at: datetime | None
     payloads: Sequence[str]
     dedupe_keys: Sequence[str | None]
+    traceparent: str | None = None  # the enqueuer's trace context (``jobs.tracing``)
+    due_later: bool = False  # run_at is still ahead: the jobs wait for a promotion
     limit_keys: Sequence[tuple[str | None, str | None]] | None = None
 
     def concurrency_keys(self) -> list[str | None]:
@@ -80,6 +99,35 @@ class Running(NamedTuple):
     now: int
     keys: dict[str, int]
     queues: dict[str, int]
+
+
+class Promoted(NamedTuple):
+    """What one promotion of jobs due later did (``Driver.promote_due``)."""
+
+    promoted: int  # jobs made claimable
+    queues: list[str]  # their queues, each once
+    # Seconds until the next job due later (of those left) is due, by the database's clock:
+    # zero or less when one is due already, None when none waits.
+    next_due_in: float | None
+
+
+class StepRow(NamedTuple):
+    """One workflow step for ``Driver.insert_steps``, every value already checked
+    (``jobs.workflow.flow``); ``payload`` is JSON text."""
+
+    position: int
+    name: str
+    type: str
+    queue: str
+    priority: int
+    payload: str
+    dedupe_key: str | None
+    max_attempts: int
+    delay: float | None
+    results_as: str
+    status: str
+    pending: int
+    depth: int
 
 
 class TaskRow(NamedTuple):
@@ -213,12 +261,20 @@ class Driver(Protocol):
         ``unkeyed``, only jobs without limit keys (the others go through flow control)."""
         ...
 
+    def promote_due(self, limit: int) -> Promoted:
+        """Make up to ``limit`` queued jobs due later whose run_at has come claimable
+        (earliest first, skipping rows another session holds), waking the idle workers of
+        their queues where the database notifies; with the seconds until the next job due
+        later is due, by the database's clock. A worker calls it outside any transaction,
+        so its locks last one short transaction."""
+        ...
+
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
-    ) -> list[int]:
+    ) -> list[Done]:
         """Mark ``(id, attempt)`` pairs succeeded, each only while it is still running under
         ``worker`` and that attempt (with its result, JSON text, when ``results`` is given);
-        returns the ids that applied."""
+        returns the jobs that applied, with their queue, type and times (``Done``)."""
         ...
 
     def set_state_if_running(self, worker: str, job_id: int, attempt: int, **changes: Any) -> bool:
@@ -249,6 +305,46 @@ class Driver(Protocol):
         batches of short transactions; how many."""
         ...
 
+    # --- workflows (``jobs.workflow.progress``) ---
+
+    def insert_steps(self, workflow_id: int, rows: Sequence[StepRow], added_by: int | None) -> list[int]:
+        """Insert the workflow's steps (``added_by``: the running step that adds them, or
+        None); their ids, in the order of ``rows``. A few statements whatever their number."""
+        ...
+
+    def insert_edges(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Insert (upstream, downstream) edges between steps, in a few statements."""
+        ...
+
+    # Every release inserts a step's job with its step's values and its workflow's
+    # ``traceparent`` (``jobs.tracing``), copied in the same statement.
+
+    def release_workflow(self, workflow_id: int) -> int:
+        """Insert the job of each released step of the workflow (its first steps, as it
+        starts), skipping a step whose dedupe key an active job holds; how many were added."""
+        ...
+
+    def release_steps(self, step_ids: Sequence[int]) -> int:
+        """Insert the jobs of these released steps that have none, skipping those whose
+        dedupe key an active job still holds; how many were added."""
+        ...
+
+    def release_successors(self, step_id: int) -> int:
+        """One upstream step fewer for every step that waits for ``step_id`` (which just
+        succeeded), and the job of each waiting one that waits for none any more inserted:
+        a fixed number of statements, whatever the number of successors; how many jobs
+        were added."""
+        ...
+
+    def cancel_below(self, step_ids: Sequence[int], message: str) -> int:
+        """Cancel, with ``message``, every waiting step downstream of ``step_ids``, however
+        far; how many."""
+        ...
+
+    def restore_below(self, step_id: int) -> int:
+        """Put every cancelled step downstream of ``step_id`` back to waiting; how many."""
+        ...
+
     # --- recovery and housekeeping ---
 
     def reap(self, heartbeat_before: datetime, seen_before: datetime, limit: int) -> list[Job]:
@@ -265,6 +361,29 @@ class Driver(Protocol):
         """Delete succeeded and cancelled jobs finished before ``finished_before`` and
         failed ones dismissed before ``dismissed_before``, in batches of ``batch_size``,
         each its own short transaction; returns how many."""
+        ...
+
+    def done(self, job_ids: Sequence[int]) -> list[Done]:
+        """These jobs as ``complete_many`` returns them (an atomic job's own success)."""
+        ...
+
+    def add_to_rollup(self, rows: Sequence[RollupRow]) -> None:
+        """Add each row's count to its rollup row (``jobs.rollup``), creating the rows that do
+        not exist yet: one statement, locking the rows in the order given."""
+        ...
+
+    def rollup_figures(
+        self,
+        span: int,
+        since: datetime,
+        queue: str,
+        fractions: tuple[float, float],
+        outcomes: tuple[str, str, str],
+    ) -> list[tuple[datetime, str, int, int, int, tuple[int, int, int]]]:
+        """Per span start (from ``since``) and measure of the rollup's rows of ``queue`` and
+        every type (``jobs.rollup.ALL``; ``queue`` too is ALL for the whole fleet):
+        the tries counted, the buckets where the running total reaches each fraction, and
+        the tries of each of the three outcomes."""
         ...
 
     # --- wake-up ---

@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
     atomic = False  # MariaDB cannot roll DDL back; each statement commits on its own
 
     dependencies = [
-        ("platform", "0011_timers"),
+        ("platform", "0017_workflow_traceparent"),
     ]
 
     operations = [
@@ -76,7 +76,7 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="job",
             index=models.Index(
-                condition=models.Q(("status", "queued"))
+                condition=models.Q(("due_later", False), ("status", "queued"))
                 & (models.Q(("concurrency_key__isnull", False)) | models.Q(("rate_key__isnull", False))),
                 fields=["queue", "priority", "run_at", "id"],
                 name="jobs_claim_keyed",

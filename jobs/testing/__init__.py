@@ -162,6 +162,7 @@ def drain(queue: str | Iterable[str] | None = None, *, limit: int = DRAIN_LIMIT)
     drained = Drained()
     while True:
         queues = _queues(queue)
+        store.promote_due()  # as a worker does: jobs due later whose time has come
         claimed = store.claim(WORKER, queues, 1) if queues else []
         if not claimed:
             return drained
@@ -197,7 +198,14 @@ def _run_claimed(claimed: ClaimedJob, worker: str = WORKER) -> bool:
         reported[:] = [(percent, message)]
 
     outcome = child.run(
-        claimed.id, claimed.type, claimed.payload, claimed.attempt, claimed.max_attempts, worker, report
+        claimed.id,
+        claimed.type,
+        claimed.payload,
+        claimed.attempt,
+        claimed.max_attempts,
+        worker,
+        report,
+        claimed.step,
     )
     for percent, message in reported:  # fenced: a try already settled takes no report
         store.set_progress(worker, claimed.id, claimed.attempt, percent, message)
@@ -211,7 +219,10 @@ def _run_claimed(claimed: ClaimedJob, worker: str = WORKER) -> bool:
         return True
     elif outcome.kind is Kind.SUCCEEDED:
         store.complete(worker, done, None if outcome.result is None else [outcome.result])
-    # else an atomic job, settled: it committed its completion with its writes, or rolled back
+    elif outcome.committed:  # an atomic job or a step committed its completion (with its writes)
+        store.count_settled([claimed.id])
+    # else an atomic job or a workflow step, settled: it committed its completion (with its
+    # writes, and the release of the steps that follow), or rolled back
     return False
 
 

@@ -4,7 +4,10 @@ It waits for a batch (one job for slow types, a few for very short ones), runs t
 order, reports each failure (and each django.tasks task's result) at once and the end of the
 batch, and waits again. What the two processes tell each other is in
 ``jobs.worker.messages``; a handler's progress goes into the child's slot in shared memory,
-for the supervisor to write (``jobs.worker.progress``).
+for the supervisor to write (``jobs.worker.progress``). What a handler logs during its try
+is captured (``jobs.try_log``): it comes with the try's outcome, and the running try's
+lines so far go into a shared buffer beside the progress. With OpenTelemetry configured,
+each try runs in a span whose parent is the enqueuing span (``jobs.tracing``).
 
 An atomic job (``@job(atomic=True)``) runs inside one transaction on this process's
 connection, and its completion is the transaction's last statement, fenced by worker and
@@ -29,14 +32,15 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import django
 from django.db import transaction
 
-from jobs import registry, retries
+from jobs import registry, retries, tracing, try_log
+from jobs.conf import jobs_settings
 from jobs.context import JobContext
-from jobs.errors import FencedOff, RetryLater, UnknownJobType
+from jobs.errors import FencedOff, InvalidPayload, PermanentError, RetryLater, UnknownJobType
 from jobs.worker import messages
 from jobs.worker.messages import CURRENT, STARTED, FromChild, JobEnded, JobFields, SharedState, Stop
 from jobs.worker.outcome import SUCCEEDED, Kind, Outcome
@@ -58,6 +62,26 @@ def main(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _exit_with(supervisor_pid)
     django.setup()
+
+    global _capture
+    _capture = try_log.install(
+        jobs_settings.TRY_LOG_LEVEL, jobs_settings.TRY_LOG_LINES, jobs_settings.TRY_LOG_BYTES, progress.log
+    )
+    tracer = tracing.child_tracer()  # None unless OpenTelemetry is installed and configured
+
+    try:
+        _serve(conn, state, progress, worker, tracer)
+    finally:
+        tracing.flush()  # a child ends without atexit: its last spans go out now
+
+
+def _serve(
+    conn: Connection,
+    state: SharedState,
+    progress: ProgressSlot,
+    worker: str,
+    tracer: tracing.ChildTracer | None,
+) -> None:
     from django.db import close_old_connections
 
     while True:
@@ -68,11 +92,21 @@ def main(
         if isinstance(message, Stop):
             return
         _read_ahead(message.jobs)
-        for index, (job_id, type_name, payload_text, attempt, max_attempts, _) in enumerate(message.jobs):
+        traced = _traced(tracer, message.jobs)
+        for index, (job_id, type_name, payload_text, attempt, max_attempts, _, step) in enumerate(
+            message.jobs
+        ):
             state[STARTED] = time.monotonic()
             state[CURRENT] = index
             reporter = functools.partial(progress.put, job_id, attempt)
-            outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, reporter)
+            if traced is not None:
+                with traced.span(index):
+                    outcome = run(
+                        job_id, type_name, payload_text, attempt, max_attempts, worker, reporter, step
+                    )
+                    traced.ended(index, outcome)
+            else:
+                outcome = run(job_id, type_name, payload_text, attempt, max_attempts, worker, reporter, step)
             if outcome is SUCCEEDED:
                 continue  # the end of the batch acknowledges it
             if outcome.kind in (Kind.FAILED, Kind.POSTPONED):
@@ -82,6 +116,20 @@ def main(
         close_old_connections()
         if not _send(conn, messages.BATCH_DONE):
             return
+
+
+def _traced(tracer: tracing.ChildTracer | None, jobs: Sequence[JobFields]) -> tracing.TracedBatch | None:
+    """The batch's spans, when tracing is on; a failure to read their trace contexts costs
+    the batch its spans, never its tries."""
+    if tracer is None:
+        return None
+    try:
+        return tracer.batch(jobs)
+    except Exception:  # noqa: BLE001 - tracing must never fail a job
+        logger.warning(
+            "Could not read the trace contexts of jobs %s.", [job[0] for job in jobs], exc_info=True
+        )
+        return None
 
 
 def _read_ahead(jobs: Sequence[JobFields]) -> None:
@@ -128,6 +176,11 @@ def _send(conn: Connection, message: FromChild) -> bool:
     return True
 
 
+# The capture of the tries' logs, once ``main`` installed it (a child process); None where
+# ``run`` is called in another process (``jobs.testing``), whose tries keep no log.
+_capture: try_log.Capture | None = None
+
+
 def run(
     job_id: int,
     type_name: str,
@@ -136,13 +189,37 @@ def run(
     max_attempts: int,
     worker: str,
     report: Callable[[int, str], None],
+    step: int | None = None,
 ) -> Outcome:
     """Run one job and say what it came to (``jobs.worker.outcome``): succeeded (with the
     JSON text of its result when its type keeps one, a django.tasks task's), failed,
     postponed by the ``RetryLater`` it raised (an atomic job's writes are rolled back
-    first), or, for an atomic job, settled in its own transaction. ``report`` takes the
-    handler's progress (``jobs.worker.progress``: the supervisor writes it to the row).
+    first), or, for an atomic job or a workflow ``step``, settled in its own transaction.
+    ``report`` takes the handler's progress (``jobs.worker.progress``: the supervisor
+    writes it to the row).
+    What the handler logged comes with the outcome (``jobs.try_log``; None if nothing).
     """
+    capture = _capture
+    if capture is None:
+        return _run(job_id, type_name, payload_text, attempt, max_attempts, worker, report, step)
+    capture.start(job_id, attempt)
+    try:
+        outcome = _run(job_id, type_name, payload_text, attempt, max_attempts, worker, report, step)
+    finally:
+        log = capture.finish()
+    return outcome if log is None else outcome._replace(log=log)
+
+
+def _run(
+    job_id: int,
+    type_name: str,
+    payload_text: str,
+    attempt: int,
+    max_attempts: int,
+    worker: str,
+    report: Callable[[int, str], None],
+    step: int | None = None,
+) -> Outcome:
     try:
         job_type = registry.lookup(type_name)
         payload = json.loads(payload_text)
@@ -154,6 +231,8 @@ def run(
             worker=worker,
             report=report,
         )
+        if step is not None:
+            return _run_step(job_type, ctx, payload, step)
         if job_type.atomic:
             from jobs import store  # the store needs the models: only once Django is set up
 
@@ -171,6 +250,58 @@ def run(
         return Outcome.settled(committed=False)
     except BaseException as exc:  # noqa: BLE001 - anything a handler raises is a failed try
         return Outcome.failed(_failure(exc, retryable=retries.retryable(exc)))
+
+
+def _run_step(job_type: registry.JobType, ctx: JobContext, payload: dict[str, Any], step: int) -> Outcome:
+    """Run a workflow step's job and complete it here, in one transaction with its step's
+    success and the release of the steps that follow (``store.complete_in_transaction``):
+    an atomic step's handler runs inside that transaction, so its writes commit with them;
+    a plain step's completion is a short transaction after its handler returned. Either
+    way, a crash before the commit leaves the step to run again, and nothing that follows
+    it released."""
+    from jobs import store
+    from jobs.workflow import progress
+
+    info = progress.step_info(step)
+    if info is not None:
+        ctx.workflow_id, ctx.step_id, ctx.step_name = info.workflow_id, info.id, info.name
+        ctx.read_results = functools.partial(progress.upstream_results, step)
+        if info.results_as:
+            payload = job_type.with_upstream(payload, info.results_as, ctx.upstream_results)
+
+    def complete(returned: Any) -> None:
+        store.complete_in_transaction(
+            ctx.worker,
+            ctx.job_id,
+            ctx.attempt,
+            step=step,
+            result=_step_result(job_type, returned),
+            keep_result=job_type.keeps_result,
+        )
+
+    if job_type.atomic:
+        with transaction.atomic():
+            complete(job_type.func(ctx, **payload))
+    else:
+        returned = job_type.func(ctx, **payload)
+        with transaction.atomic():
+            complete(returned)
+    return Outcome.settled(committed=True)
+
+
+def _step_result(job_type: registry.JobType, returned: Any) -> str | None:
+    """What a step returned, as the JSON text its successors read; a value that is not
+    JSON fails the step for good (the same call would return the same value)."""
+    if returned is None or job_type.keeps_result:
+        return returned  # a task's result is JSON text already
+    from jobs import validation
+
+    try:
+        return validation.result_text(returned)
+    except InvalidPayload as exc:
+        raise PermanentError(
+            f"Step {job_type.name} returned a value its successors cannot read: {exc}"
+        ) from exc
 
 
 def _failure(exc: BaseException, *, retryable: bool) -> Failure:

@@ -13,7 +13,7 @@ import time
 from jobs import retries
 from jobs.store import ClaimedJob, Failure
 from jobs.worker.messages import JobEnded
-from jobs.worker.outcome import Kind, Outcome
+from jobs.worker.outcome import SUCCEEDED, Kind, Outcome
 from jobs.worker.pool import Child
 from jobs.worker.progress import ProgressWriter
 from jobs.worker.results import ResultBuffer
@@ -37,17 +37,19 @@ class Endings:
         if isinstance(message, JobEnded):
             position, outcome = message
             if outcome.kind is Kind.SUCCEEDED:
-                child.returned[position] = outcome.result  # acknowledged with the batch
+                child.returned[position] = outcome  # acknowledged with the batch
             else:
                 child.settled.add(position)
-                self.ended(child.batch[position], outcome, time.monotonic() - child.started)
+                took = time.monotonic() - child.started
+                child.lane.note(child.batch[position], took)
+                self.ended(child.batch[position], outcome, took)
             return True
         returned = child.returned
         batch, settled, took = child.finish()
-        child.lane.observe(took, len(batch))
+        child.lane.observe(took, batch)
         for index, job in enumerate(batch):
             if index not in settled:
-                self.ended(job, Outcome.succeeded(returned.get(index)), took / len(batch))
+                self.ended(job, returned.get(index, SUCCEEDED), took / len(batch))
         return True
 
     def read_pending(self, child: Child) -> None:
@@ -64,17 +66,19 @@ class Endings:
         """Settle a batch whose child was killed or died: jobs before the one it was running
         finished; that one failed (or, at shutdown, goes back without using an attempt);
         jobs after it never started and go back as they were."""
+        self.progress.write_log(child)  # what the try it was running logged before its end
         index, culprit, started = child.current()
         returned = child.returned
         batch, settled, _ = child.finish()
         for position, job in enumerate(batch):
             if position < index and position not in settled:
-                self.ended(job, Outcome.succeeded(returned.get(position)), 0.0)
+                self.ended(job, returned.get(position, SUCCEEDED), 0.0)
             elif position > index:
                 self.results.release(job)
         if index in settled:
             return
         took = time.monotonic() - started
+        child.lane.note(culprit, took)  # a crash or a timeout: as long as it ran
         if failure is not None:
             self.ended(culprit, Outcome.failed(failure), took, how)
         else:
@@ -85,6 +89,8 @@ class Endings:
         """Hand a try's outcome to the result buffer and log its end; ``how`` a failure
         came about (failed, crashed, timed out)."""
         level = logging.INFO
+        if outcome.log is not None:
+            self.results.log(job, outcome.log)
         if outcome.kind is Kind.SUCCEEDED:
             self.results.ack(job, outcome.result)
             said = "succeeded"
@@ -98,9 +104,9 @@ class Endings:
             assert outcome.at is not None
             self.results.reschedule(job, outcome.at, outcome.reason)
             said = f"rescheduled for {outcome.at:%Y-%m-%d %H:%M:%S}: {outcome.reason}"
-        elif outcome.committed:  # an atomic job: it wrote its own outcome
+        elif outcome.committed:  # an atomic job or a workflow step: it wrote its own outcome
             self.results.settled(job)
-            said = "succeeded (committed with its writes)"
+            said = "succeeded (committed in its own transaction)"
         else:
             level = logging.WARNING
             said = (

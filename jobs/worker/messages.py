@@ -32,8 +32,8 @@ from typing import NamedTuple, Protocol
 from jobs.worker.outcome import Kind, Outcome
 
 # The fields of ``jobs.store.ClaimedJob``: id, type, payload (JSON text), attempt, max
-# attempts, queue.
-JobFields = tuple[int, str, str, int, int, str]
+# attempts, queue, workflow step (or None).
+JobFields = tuple[int, str, str, int, int, str, int | None]
 
 # Positions in the shared state array.
 CURRENT = 0  # index in the batch of the job running now

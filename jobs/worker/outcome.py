@@ -10,6 +10,9 @@
                 ``committed`` (its writes and its completion), or rolled back because the
                 job was no longer this try's; nothing is left to write
 
+Any of them may carry ``log``: what the handler logged during the try (``jobs.try_log``),
+None when it logged nothing, which keeps a quiet job's success a message-less one.
+
 The supervisor dispatches on ``kind``; ``jobs.worker.messages`` carries it over the pipe.
 """
 
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from jobs.store import Failure
+    from jobs.try_log import Log
 
 
 class Kind(enum.IntEnum):
@@ -37,6 +41,7 @@ class Outcome(NamedTuple):
     at: datetime | None = None
     reason: str = ""
     committed: bool = False
+    log: Log | None = None
 
     @classmethod
     def succeeded(cls, result: str | None = None) -> Outcome:

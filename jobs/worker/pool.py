@@ -4,8 +4,11 @@ A lane is a set of queues with a number of slots (one child per slot), e.g.
 ``--queue ai:1``: one kind of work cannot take another lane's slots. A lane serving several
 queues (a plain ``runworker``: every queue, two slots) keeps a fair share: no queue may
 hold more than ``slots - 1`` of its children, so however long one queue's jobs run, a slot
-is left for the others. Children come from a forkserver that imported Django once, so a
-replacement starts in milliseconds and never inherits the supervisor's database sockets.
+is left for the others; except that while no other queue of the lane may have due jobs,
+jobs known to be short (``Lane.known_short``) may borrow the reserved slots, which come
+back within one such job once another queue has work. Children come from a forkserver
+forked from the supervisor once Django is set up (``jobs.worker.forkserver``), so a child
+starts in milliseconds and never inherits the supervisor's database sockets.
 
 A child runs one job at a time. Jobs that take well under the prefetch window (a few
 milliseconds) go to a child a few at a time, so the supervisor pays one message per batch
@@ -21,17 +24,22 @@ import os
 import signal
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from jobs.conf import jobs_settings
 from jobs.store import ClaimedJob
 from jobs.worker import messages
 from jobs.worker.messages import CURRENT, STARTED, FromChild, RunBatch
+from jobs.worker.outcome import Outcome
 from jobs.worker.progress import ProgressSlot
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(["jobs.worker.preload"])
 
-MAX_BATCH = 16
+# The most jobs one message to a child carries (the window bounds it first): 64 rather than
+# 16 halves the supervisor's CPU per no-op job (bench.throughput, 2026-12-05).
+MAX_BATCH = 64
 
 
 class Child:
@@ -42,7 +50,8 @@ class Child:
 
         self.lane = lane
         self.state = _context.RawArray("d", 2)  # shared: index of the running job, its start
-        self.progress = ProgressSlot(_context)  # shared: the running job's latest report
+        # shared: the running job's latest report and its log so far
+        self.progress = ProgressSlot(_context, jobs_settings.TRY_LOG_BYTES)
         self.progress_written = 0  # the slot's sequence last written to a row
         self.conn, theirs = _context.Pipe()
         self.process = _context.Process(
@@ -54,7 +63,8 @@ class Child:
         # Indexes in the batch whose outcome the child already reported: failed, rescheduled,
         # or an atomic job settled in its own transaction. They are not acknowledged with the batch.
         self.settled: set[int] = set()
-        self.returned: dict[int, str | None] = {}  # results reported so far, by index in the batch
+        # Successes reported so far (a result or a log to store), by index in the batch.
+        self.returned: dict[int, Outcome] = {}
         self.sent_at = 0.0
 
     @property
@@ -64,7 +74,7 @@ class Child:
     def start(self, batch: list[ClaimedJob]) -> None:
         self.state[CURRENT] = 0
         self.state[STARTED] = time.monotonic()
-        messages.send(self.conn, RunBatch([job[:6] for job in batch]))  # the child's fields
+        messages.send(self.conn, RunBatch([job[:7] for job in batch]))  # the child's fields (not held)
         self.batch, self.settled, self.returned, self.sent_at = batch, set(), {}, self.state[STARTED]
 
     def receive(self) -> FromChild:
@@ -122,6 +132,13 @@ class Lane:
     buffer: deque[ClaimedJob] = field(default_factory=deque)
     # Moving average of one job's duration in this lane; sizes batches and prefetch.
     average_duration: float | None = None
+    # Borrowing the fair share's reserved slots: jobs known to take at most this many
+    # seconds may (JOBS_SHARE_BORROW_LIMIT; 0: never), known by their type's timeout
+    # (``timeout_of``) or by the longest try of their type, and of their queue, seen here.
+    borrow_limit: float = 0.0
+    timeout_of: Callable[[str], float | None] = field(default=lambda type_name: None, repr=False)
+    longest: dict[str, float] = field(default_factory=dict)
+    longest_in_queue: dict[str, float] = field(default_factory=dict)
     # The queues that may have due jobs: all of them after a poll or a reconnect, those
     # named by a notification, none once a claim came back short. A queue at its fair
     # share stays here until a claim of it comes back short: its slot will free up.
@@ -148,11 +165,11 @@ class Lane:
         """The most children one queue may hold (None: no limit). Only a lane of several
         queues has one, and only from two slots on: one slot cannot be shared.
 
-        A fixed share rather than one that lets a queue take the last slot while the others
-        have nothing due: a running job cannot be taken back, so a queue that filled every
-        slot with hour-long jobs would keep the others waiting an hour. A backlog of one
-        queue alone therefore runs on ``slots - 1`` children; name lanes with ``--queue``
-        (or raise ``--concurrency``) where that matters."""
+        Only short jobs may go beyond it (``may_borrow``, ``known_short``): a running job
+        cannot be taken back, so a queue that filled every slot with hour-long jobs would
+        keep the others waiting an hour. A backlog of long jobs of one queue alone therefore
+        runs on ``slots - 1`` children; name lanes with ``--queue`` (or raise
+        ``--concurrency``) where that matters."""
         if len(self.queues) > 1 and self.slots > 1:
             return self.slots - 1
         return None
@@ -167,6 +184,31 @@ class Lane:
         """Busy children per queue (a batch holds jobs of one queue)."""
         return Counter(child.batch[0].queue for child in self.children if child.busy)
 
+    def known_short(self, type_name: str) -> bool:
+        """Is a job of this type known to end within the borrow limit: its timeout says
+        so, or it has run here and no try of it took longer?"""
+        timeout = self.timeout_of(type_name)
+        if timeout is not None and timeout <= self.borrow_limit:
+            return True
+        return self.longest.get(type_name, float("inf")) <= self.borrow_limit
+
+    def may_borrow(self, queue: str) -> bool:
+        """May ``queue`` take the share's reserved slots now? Only while no other queue of
+        the lane may have due jobs (none is pending, none waits in the buffer) and every
+        try of the queue seen here was short: the slot it borrows is free again within one
+        short job once another queue has work. A claim of such a queue may still bring a
+        job of a type not known to be short: it waits for the queue's own slot
+        (``next_batch``)."""
+        if self.borrow_limit <= 0 or self.pending - {queue}:
+            return False
+        if any(job.queue != queue for job in self.buffer):
+            return False
+        return self.longest_in_queue.get(queue, float("inf")) <= self.borrow_limit
+
+    def _limit(self, queue: str, share: int) -> int:
+        """The most children ``queue`` may hold now."""
+        return self.slots if self.may_borrow(queue) else share
+
     def claimable(self, want: int, size: int, max_prefetch: int) -> tuple[list[str], int]:
         """The queues one claim may take from now, and at most how many jobs: up to
         ``want``; with a share, only queues that may have due jobs and have room within
@@ -177,8 +219,11 @@ class Lane:
             return (self.queues, want) if self.pending else ([], 0)
         running = self.running()
         buffered = Counter(job.queue for job in self.buffer)
-        ready = min(max_prefetch, share * size) if size > 1 else 0
-        room = {queue: (share - running[queue]) * size + ready - buffered[queue] for queue in self.queues}
+        room = {}
+        for queue in self.queues:
+            limit = self._limit(queue, share)
+            ready = min(max_prefetch, limit * size) if size > 1 else 0
+            room[queue] = (limit - running[queue]) * size + ready - buffered[queue]
         open_queues = [queue for queue in self.queues if queue in self.pending and room[queue] > 0]
         if not open_queues:
             return [], 0
@@ -190,8 +235,9 @@ class Lane:
 
     def next_batch(self, size: int) -> list[ClaimedJob]:
         """Up to ``size`` buffered jobs for an idle child, in claim order: with a share, of
-        the first queue that is below it, and of that queue only. A job held to a
-        concurrency limit (``ClaimedJob.held``) goes alone."""
+        the first queue that is below it, and of that queue only; failing that, short jobs
+        of a queue that may borrow a reserved slot. A job held to a concurrency limit
+        (``ClaimedJob.held``) goes alone."""
         share = self.share
         if share is None:
             alone = 0  # the jobs before the first one held to a limit, or that one alone
@@ -200,12 +246,22 @@ class Lane:
             return [self.buffer.popleft() for _ in range(min(max(1, alone), len(self.buffer)))]
         running = self.running()
         queue = next((job.queue for job in self.buffer if running[job.queue] < share), None)
-        if queue is None:
+        if queue is not None:
+            return self._take(size, lambda job: job.queue == queue)
+        lender = next((job.queue for job in self.buffer if self._may_lend(job, running)), None)
+        if lender is None:
             return []
+        return self._take(size, lambda job: job.queue == lender and self.known_short(job.type))
+
+    def _may_lend(self, job: ClaimedJob, running: Counter[str]) -> bool:
+        """May this buffered job run in a reserved slot?"""
+        return running[job.queue] < self.slots and self.known_short(job.type) and self.may_borrow(job.queue)
+
+    def _take(self, size: int, fits: Callable[[ClaimedJob], bool]) -> list[ClaimedJob]:
         batch: list[ClaimedJob] = []
         kept: deque[ClaimedJob] = deque()
         for job in self.buffer:
-            if len(batch) < size and job.queue == queue and not (batch and (job.held or batch[0].held)):
+            if len(batch) < size and fits(job) and not (batch and (job.held or batch[0].held)):
                 batch.append(job)
             else:
                 kept.append(job)
@@ -214,12 +270,12 @@ class Lane:
 
     def ready(self) -> int:
         """How many buffered jobs an idle child may take now (all of them, without a share;
-        with one, those of queues below it)."""
+        with one, those of queues below it, or that may borrow a reserved slot)."""
         share = self.share
         if share is None:
             return len(self.buffer)
         running = self.running()
-        return sum(1 for job in self.buffer if running[job.queue] < share)
+        return sum(1 for job in self.buffer if running[job.queue] < share or self._may_lend(job, running))
 
     # --- batches and prefetch -------------------------------------------------------------
 
@@ -241,7 +297,17 @@ class Lane:
             want += min(max_prefetch, self.slots * size)
         return max(0, want - len(self.buffer))
 
-    def observe(self, took: float, jobs: int) -> None:
-        each = took / max(1, jobs)
+    def observe(self, took: float, batch: list[ClaimedJob]) -> None:
+        """A batch ended after ``took`` seconds: the lane's pace, and each type's longest try."""
+        each = took / max(1, len(batch))
         previous = self.average_duration
         self.average_duration = each if previous is None else previous * 0.8 + each * 0.2
+        for job in batch:
+            self.note(job, each)
+
+    def note(self, job: ClaimedJob, took: float) -> None:
+        """How long one try took (however it ended): what tells a short type from a long one."""
+        if took > self.longest.get(job.type, 0.0):
+            self.longest[job.type] = took
+        if took > self.longest_in_queue.get(job.queue, 0.0):
+            self.longest_in_queue[job.queue] = took

@@ -40,7 +40,11 @@ class ProgressSlot:
 
     Made by the supervisor before it starts the child, and handed to it as an argument."""
 
-    def __init__(self, context: Any) -> None:  # a multiprocessing context
+    def __init__(self, context: Any, log_bytes: int = 64 * 1024) -> None:  # a multiprocessing context
+        from jobs.try_log import LiveSlot
+
+        # The running try's log so far, which the writer writes with the progress.
+        self.log = LiveSlot(context, log_bytes)
         self._lock = context.Lock()
         self._numbers = context.RawArray("q", 5)  # sequence, job id, attempt, percent, length
         self._text = context.RawArray("c", MESSAGE_BYTES)
@@ -86,12 +90,18 @@ class ProgressWriter:
         interval: float,
         *,
         write: Callable[[str, int, int, int, str], object] | None = None,
+        write_log: Callable[[int, int, str], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if write is None:
             from jobs.store import set_progress  # the store needs the models: loaded late
 
             write = set_progress
+        if write_log is None:
+            from jobs.store import save_live_log
+
+            write_log = save_live_log
+        self._write_log = write_log
         self.worker = worker
         self._guard = guard
         self._interval = interval
@@ -111,9 +121,20 @@ class ProgressWriter:
         for child in children:
             self.write(child)
 
+    def write_log(self, child: Reporting) -> None:
+        """Write the running try's log so far, if it grew since the last write (also for a
+        child that died or was killed: the lines before its end)."""
+        log = child.progress.log
+        if log.sequence != log.written:
+            sequence, job_id, attempt, text = log.read()
+            if job_id and self._guard.call(self._write_log, job_id, attempt, text) is not None:
+                log.written = sequence
+
     def write(self, child: Reporting) -> None:
         """Write the child's latest report now, if it has one not written yet (its job just
-        ended, say). During a database outage it stays for the next round."""
+        ended, say), and the running try's log if it grew. During a database outage they
+        stay for the next round."""
+        self.write_log(child)
         if child.progress.sequence == child.progress_written:
             return
         sequence, report = child.progress.read()

@@ -3,7 +3,10 @@
 Acknowledgements of succeeded jobs wait, while children are busy, for a batch
 (``JOBS_ACK_BATCH``) or at most ``ACK_DELAY``, so that many are written in one statement;
 those that carry a result (django.tasks tasks) go in a statement of their own, so the
-common acknowledgement stays as lean as it was. Failures, rescheduled jobs (``RetryLater``)
+common acknowledgement stays as lean as it was. What an acknowledgement returns is counted
+for the charts' rollup (``jobs.store.complete``; the supervisor writes the counts at most
+once a second, ``jobs.rollup``); the tries' logs (``jobs.try_log``) wait with the
+acknowledgements and go in one statement. Failures, rescheduled jobs (``RetryLater``)
 and jobs handed back are written at the next flush. During a database outage
 everything stays here: the jobs remain this worker's (``held_ids`` keeps their heartbeat
 going once the database is back), and each write is fenced by worker and attempt, so a
@@ -18,8 +21,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from jobs import store
+from jobs import store, tracing
 from jobs.store import ClaimedJob, Failure
+from jobs.try_log import Log
 from jobs.worker.guard import DatabaseGuard
 
 logger = logging.getLogger("jobs.worker")
@@ -40,6 +44,10 @@ class ResultStore(Protocol):
     def release(self, worker: str, items: Sequence[tuple[int, int]], message: str = "") -> object: ...
 
     def reschedule(self, worker: str, job_id: int, attempt: int, at: datetime, reason: str) -> object: ...
+
+    def save_try_logs(self, logs: Sequence[tuple[int, int, Log]]) -> object: ...
+
+    def count_settled(self, job_ids: Sequence[int]) -> object: ...
 
 
 class ResultBuffer:
@@ -70,6 +78,8 @@ class ResultBuffer:
         # free in the database once it is written.
         self._queues: set[str] = set()
         self._ended: set[str] = set()
+        self._logs: list[tuple[int, int, Log]] = []  # (job id, attempt, what the try logged)
+        self._settled: list[int] = []  # atomic jobs that committed their success themselves
 
     def __len__(self) -> int:
         return (
@@ -78,6 +88,8 @@ class ResultBuffer:
             + len(self._failures)
             + len(self._releases)
             + len(self._reschedules)
+            + len(self._logs)
+            + len(self._settled)
         )
 
     # --- filling ------------------------------------------------------------------------
@@ -85,7 +97,7 @@ class ResultBuffer:
     def ack(self, job: ClaimedJob, result: str | None = None) -> None:
         """The job succeeded (and returned ``result``, JSON text, if it keeps one)."""
         self._held(job)
-        if not self._acks and not self._returned:
+        if not self._acks and not self._returned and not self._logs:
             self._oldest_ack = self._clock()
         if result is None:
             self._acks.append((job.id, job.attempt))
@@ -108,19 +120,30 @@ class ResultBuffer:
         self._held(job)
         self._reschedules.append((job.id, job.attempt, at, reason))
 
-    def settled(self, job: ClaimedJob) -> None:
-        """The job wrote its own outcome (an atomic job, in its child): its slot is free."""
-        if job.held:
-            self._ended.add(job.queue)
-
     def _held(self, job: ClaimedJob) -> None:
         if job.held:  # a job held to a concurrency limit: its slot frees once this is written
             self._queues.add(job.queue)
 
     def ended_queues(self) -> set[str]:
-        """The queues of the jobs whose outcome was written since the last call."""
+        """The queues of the jobs held to a concurrency limit whose outcome was written
+        since the last call: their slots are free."""
         ended, self._ended = self._ended, set()
         return ended
+
+    def log(self, job: ClaimedJob, log: Log) -> None:
+        """What the try logged: written with the next flush, after its outcome."""
+        if not self._acks and not self._returned and not self._logs:
+            self._oldest_ack = self._clock()
+        self._logs.append((job.id, job.attempt, log))
+
+    def settled(self, job: ClaimedJob) -> None:
+        """An atomic job committed its own success: only the rollup is left to count it
+        (and, held to a concurrency limit, its slot is free already)."""
+        if job.held:
+            self._ended.add(job.queue)
+        if not self._acks and not self._returned and not self._logs and not self._settled:
+            self._oldest_ack = self._clock()
+        self._settled.append(job.id)
 
     def held_ids(self) -> list[int]:
         """Jobs whose outcome is not written yet: still running as far as the database knows."""
@@ -131,6 +154,10 @@ class ResultBuffer:
         held += [job_id for job_id, _, _, _ in self._reschedules]
         return held
 
+    def requeues(self) -> bool:
+        """Are failures or postponements waiting to be written (jobs queued for later)?"""
+        return bool(self._failures or self._reschedules)
+
     # --- writing ------------------------------------------------------------------------
 
     def flush_due(self, now: float, children_busy: Callable[[], bool]) -> bool:
@@ -140,7 +167,7 @@ class ResultBuffer:
         it: ``ClaimedJob.held``) is written at once."""
         if self._failures or self._releases or self._reschedules or self._queues:
             return True
-        waiting = len(self._acks) + len(self._returned)
+        waiting = len(self._acks) + len(self._returned) + len(self._logs) + len(self._settled)
         if not waiting:
             return False
         return waiting >= self._ack_batch or now >= self._oldest_ack + ACK_DELAY or not children_busy()
@@ -149,7 +176,8 @@ class ResultBuffer:
         """When the waiting acknowledgements are due at the latest; None if there are none."""
         if self._queues:
             return self._oldest_ack  # a slot is waited for: now
-        return self._oldest_ack + ACK_DELAY if self._acks or self._returned else None
+        waiting = self._acks or self._returned or self._logs or self._settled
+        return self._oldest_ack + ACK_DELAY if waiting else None
 
     def flush(self, *, force: bool = False) -> None:
         """Write everything: acknowledgements in one statement, then failures, then
@@ -171,7 +199,11 @@ class ResultBuffer:
     def _write(self) -> None:
         # Each list is emptied only once written: an outage midway keeps the rest.
         if self._acks:
+            began = time.time_ns()
             self._store.complete(self.worker, self._acks)
+            tracing.record(
+                "jobs.complete", began, **{"jobs.count": len(self._acks), "jobs.worker": self.worker}
+            )
             self._acks = []
         if self._returned:
             done = [(job_id, attempt) for job_id, attempt, _ in self._returned]
@@ -192,5 +224,11 @@ class ResultBuffer:
             for message, items in by_message.items():
                 self._store.release(self.worker, items, message)
             self._releases = []
+        if self._logs:  # one statement for every try's log, whatever its outcome
+            self._store.save_try_logs(self._logs)
+            self._logs = []
+        if self._settled:
+            self._store.count_settled(self._settled)
+            self._settled = []
         self._ended |= self._queues
         self._queues = set()

@@ -23,17 +23,19 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from jobs import registry, store, workers
+from jobs import registry, rollup, store, tracing, workers
 from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
+from jobs.worker import forkserver
 from jobs.worker.endings import Endings
 from jobs.worker.flow import FlowControl, read_notices
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
 from jobs.worker.listener import Listener
 from jobs.worker.pool import Child, Lane
 from jobs.worker.progress import ProgressWriter
+from jobs.worker.promoter import Promoter
 from jobs.worker.results import ResultBuffer
 
 logger = logging.getLogger("jobs.worker")
@@ -53,7 +55,15 @@ class Supervisor:
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.name = options.name
-        self.lanes = [Lane(queues=list(queues), slots=slots) for queues, slots in options.lanes]
+        self.lanes = [
+            Lane(
+                queues=list(queues),
+                slots=slots,
+                borrow_limit=jobs_settings.SHARE_BORROW_LIMIT,
+                timeout_of=self._timeout,
+            )
+            for queues, slots in options.lanes
+        ]
         self.listener = Listener()
         self.listener_fd: int | None = None  # as registered with the selector
         # What is ready on each registered file: the callback that handles it.
@@ -65,10 +75,12 @@ class Supervisor:
         self.schedules = ScheduleTicker(enabled=options.schedules, poll_interval=options.poll_interval)
         self.flow = FlowControl(options.poll_interval)
         self.freed_to_tell: set[str] = set()  # queues whose slots freed here: notices to send
+        self.promoter = Promoter(options.poll_interval)
         self.stopping = False
         self.stop_deadline = 0.0
         self.next_heartbeat = 0.0
         self.next_poll = 0.0
+        self.next_depth_sample = 0.0  # when this worker next tries to sample the queue depths
         self.burst_rechecked = False
         self.window = jobs_settings.PREFETCH_WINDOW
         self.max_prefetch = jobs_settings.MAX_PREFETCH
@@ -78,6 +90,7 @@ class Supervisor:
     # --- lifecycle ------------------------------------------------------------------------
 
     def run(self) -> int:
+        forkserver.start()  # first: before any connection, signal handler or session setting
         if jobs_settings.WORKER_ASYNC_COMMIT:
             commit_asynchronously()
         wakeup = self._install_signals()
@@ -97,11 +110,14 @@ class Supervisor:
             ", burst" if self.options.burst else "",
             f"{self.listener.describe()}; {self.schedules.describe()}",
         )
+        rollup.buffer()  # the finished tries add up here and are written once a second
         try:
             self._loop()
         finally:
             self._shutdown_children()
             self.results.flush(force=True)
+            if rollup.pending():
+                self.db.call(rollup.flush, force=True)
             self.db.call(workers.unregister, self.name)
             self.listener.close()
             signal.set_wakeup_fd(-1)
@@ -176,13 +192,18 @@ class Supervisor:
                 self._periodic(now)
                 self._fill_and_dispatch()
                 self._tell_freed()
+                self._after_claims(now)
                 if self.options.burst and self._drained():
                     return
             if self._busy():
                 self.progress.write_due(self._busy_children())
             if self.results.flush_due(now, self._busy):
+                if self.results.requeues():
+                    self.promoter.soon()  # learn when those retries come due
                 self.results.flush()
             self._slots_ended()
+            if rollup.pending():
+                self.db.call(rollup.flush)  # at most once a second (jobs.rollup)
             for key, _ in self.selector.select(self._wait_timeout(time.monotonic())):
                 handle: Callable[[], None] = key.data
                 handle()
@@ -199,12 +220,19 @@ class Supervisor:
         if self.flow.retry_at() is not None:
             return False  # due jobs wait for a rate window: they are due, not drained
         if self.results:
-            return False
+            # Write them now rather than at the next turn: that turn would wait for the
+            # next poll, as nothing else is left to wake it.
+            if self.results.requeues():
+                self.promoter.soon()  # learn when those retries come due
+            self.results.flush()
+            if self.results:
+                return False  # the database is away: they wait for it
         if not self.burst_rechecked:
             # One more look: a job may have become due while the last ones ran (or a slot or
             # a rate window freed: what flow control remembers is forgotten for this look).
             self.burst_rechecked = True
             self.flow.polled()
+            self.promoter.soon()
             for lane in self.lanes:
                 lane.maybe_work = True
             return False
@@ -216,6 +244,8 @@ class Supervisor:
                 if lane.idle and (lane.ready() or self._may_claim(lane)):
                     return 0.0  # work to hand out right away
         deadlines = [self.next_heartbeat, self.stop_deadline if self.stopping else self.next_poll]
+        if not self.stopping:  # (not before the database may be tried again)
+            deadlines.append(max(self.promoter.deadline(), self.db.retry_at))
         if not self.stopping and (slot := self.schedules.deadline()) is not None:
             deadlines.append(slot)
         for lane in self.lanes:
@@ -271,6 +301,11 @@ class Supervisor:
     # --- claiming and dispatch ------------------------------------------------------------
 
     def _periodic(self, now: float) -> None:
+        if self.promoter.due(now) and self.db.available(now):
+            promoted = self.promoter.promote(self.db, now)
+            self.flow.jobs_due(promoted)  # keyed ones among them, perhaps
+            for lane in self.lanes:
+                lane.pending.update(promoted.intersection(lane.queues))
         if now >= self.next_poll:
             for lane in self.lanes:
                 lane.maybe_work = True
@@ -285,10 +320,21 @@ class Supervisor:
         if self._keep_alive(now) and self.db.may_reap(now):
             reaped = self.db.call(store.reap)
             if reaped and reaped.requeued:
+                self.promoter.soon()  # they come back after their backoff
                 for lane in self.lanes:
                     lane.maybe_work = True
         if not self.listener.connected and self.listener.enabled and self.db.available(now):
             self._connect_listener()
+
+    def _after_claims(self, now: float) -> None:
+        """What need not hold up a turn's claims (at start-up, the first jobs): the queue
+        depths' sample, and the timers' due slots, whose first look also installs the
+        declared timers."""
+        if now >= self.next_depth_sample and self.db.available(now):
+            # One worker of the fleet samples each minute's queue depths (jobs.rollup);
+            # the others find the minute booked.
+            self.db.call(rollup.sample_depth)
+            self.next_depth_sample = now + 60.0 - time.time() % 60.0 + 1.0
         if self.schedules.due(now) and self.db.available(now):
             enqueued = self.db.call(self.schedules.tick)
             for lane in self.lanes if enqueued else ():
@@ -358,9 +404,14 @@ class Supervisor:
                     continue
                 # Jobs near a concurrency limit: no more than the idle children start now.
                 idle = max(0, len(lane.idle) - lane.ready())
+                began = time.time_ns()
                 outcome = self.db.call(self.flow.claim, self.name, group, limit - got, keyed_only, idle)
                 if outcome is None:
                     return
+                if outcome.jobs:
+                    tracing.record(
+                        "jobs.claim", began, **{"jobs.count": len(outcome.jobs), "jobs.worker": self.name}
+                    )
                 lane.buffer.extend(outcome.jobs)
                 got += len(outcome.jobs)
                 if not keyed_only:
@@ -370,9 +421,14 @@ class Supervisor:
                 if not group or got >= limit:
                     continue
                 asked = limit - got
+                began = time.time_ns()
                 claimed = self.db.call(store.claim, self.name, group, asked, unkeyed=unkeyed)
                 if claimed is None:
                     return
+                if claimed:
+                    tracing.record(
+                        "jobs.claim", began, **{"jobs.count": len(claimed), "jobs.worker": self.name}
+                    )
                 lane.buffer.extend(claimed)
                 got += len(claimed)
                 if len(claimed) < asked and unkeyed:

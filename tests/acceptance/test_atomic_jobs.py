@@ -17,7 +17,7 @@ from jobs import store
 from jobs.models import Job, JobAttempt, Status
 from tests.jobs_app.models import Execution
 from tests.support.job_states import make_silent, wait_finished, wait_status
-from tests.support.waiting import wait_file, wait_for
+from tests.support.waiting import wait_for
 from tests.support.workers import wait_log, wait_registered
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -30,7 +30,12 @@ def _rows(job_id: int) -> list[int]:
 
 def _held(marker: Path) -> dict:
     """What a held try wrote to its marker: its pid, its database session, its try."""
-    wait_file(marker, timeout=60)
+    # The job creates the file, then writes it: wait for the whole line, not the file.
+    wait_for(
+        lambda: marker.exists() and marker.read_text().endswith("}"),
+        timeout=60,
+        message="the held try's marker",
+    )
     return json.loads(marker.read_text())
 
 

@@ -10,6 +10,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from jobs import store
@@ -88,6 +89,59 @@ def test_fair_share__two_long_ai_jobs_leave_a_slot_for_a_job_of_another_queue(st
     gate.touch()
     for job_id in long_ai:  # the second ai job runs once a slot is free of the first
         wait_status(job_id, Status.SUCCEEDED, timeout=30)
+
+
+def test_fair_share__short_jobs_of_one_queue_borrow_the_reserved_slot_until_another_queue_has_work(
+    start_worker, tmp_path
+):
+    """A plain runworker: jobs known to be short (a 100 ms try of their type seen) run two
+    at once while no other queue has due work; once another queue has, its job gets the
+    slot first, and the short jobs borrow it again when that job is done."""
+    start_worker("--concurrency", "2", "--shutdown-timeout", "0.5", "--name", "borrower")
+    wait_status(store.enqueue("test.sleep", {"seconds": 0.1}).pk, Status.SUCCEEDED, timeout=60)
+
+    # Each of the pair waits (up to a minute) for the other to start: they end together
+    # within the wait below only if both slots run the default queue at once.
+    first, second = tmp_path / "first", tmp_path / "second"
+    pair = [
+        store.enqueue("test.sleep", {"seconds": 0.1, "marker": str(first), "gate": str(second)}).pk,
+        store.enqueue("test.sleep", {"seconds": 0.1, "marker": str(second), "gate": str(first)}).pk,
+    ]
+    for job_id in pair:
+        wait_status(job_id, Status.SUCCEEDED, timeout=30)
+
+    # One default job holds a slot; then a default job and an ai job become due together,
+    # the default one first in claim order: the free slot goes to ai, and only then does
+    # the default job borrow it (while the first still runs).
+    hold, holding = tmp_path / "hold", tmp_path / "holding"
+    held = store.enqueue("test.sleep", {"seconds": 0, "marker": str(holding), "gate": str(hold)}).pk
+    wait_file(holding)
+    with transaction.atomic():
+        short = store.enqueue("test.sleep", {"seconds": 0.1}).pk
+        ai = store.enqueue("test.ai", {}).pk
+    wait_status(short, Status.SUCCEEDED, timeout=30)
+    wait_status(ai, Status.SUCCEEDED, timeout=30)
+    ended = list(
+        Execution.objects.filter(job_id__in=[short, ai]).order_by("id").values_list("job_id", flat=True)
+    )
+    assert ended == [ai, short]
+    assert Job.objects.get(pk=held).status == Status.RUNNING
+    hold.touch()
+    wait_status(held, Status.SUCCEEDED, timeout=30)
+
+
+def test_children__hold_no_socket_of_the_supervisors_first_or_replaced(start_worker, tmp_path):
+    """The children's forkserver is forked from the supervisor before it connects: neither
+    the first children nor one that replaces a dead child (forked while the supervisor's
+    connections are open) starts with a TCP socket."""
+    start_worker("--concurrency", "1", "--name", "sockets")
+    first = tmp_path / "first"
+    wait_status(store.enqueue("test.sockets", {"path": str(first)}).pk, Status.SUCCEEDED, timeout=60)
+    crashed = store.enqueue("test.exit", {"code": 3}).pk  # twice: two children die
+    wait_status(crashed, Status.FAILED, timeout=30)
+    replaced = tmp_path / "replaced"
+    wait_status(store.enqueue("test.sockets", {"path": str(replaced)}).pk, Status.SUCCEEDED, timeout=60)
+    assert (first.read_text(), replaced.read_text()) == ("0", "0")
 
 
 def test_burst__drains_what_is_due_logs_each_job_and_exits(start_worker):

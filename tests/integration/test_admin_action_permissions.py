@@ -88,12 +88,13 @@ def test_view_only_user__is_offered_no_action_and_a_posted_one_runs_nothing() ->
     ("model_name", "action", "job_type"),
     [
         ("organization", "purge_retained", "retention.purge"),
-        ("workspace", "provision", "workspace.provision"),
+        # The provisioning workflow's first step (the walk's repository is ingested already).
+        ("workspace", "provision", "workspace.ready"),
         ("workspace", "mine_decisions", "decisions.mine"),
         ("repository", "reindex", "repository.ingest"),
         ("repository", "analyse", "repository.analyse"),
         ("repository", "sync_pull_requests", "checks.sync"),
-        ("repository", "build_capsules", "capsules.retrospective"),
+        ("repository", "build_capsules", "capsules.retrospective"),  # a workflow's first step
         ("workconnection", "sync_now", "workmanagement.sync"),
     ],
 )

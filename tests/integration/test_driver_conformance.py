@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import store
 from jobs.drivers import Driver, driver_class
-from jobs.drivers.protocol import Batch, Locks
-from jobs.models import Job, JobAttempt, Status, Worker
+from jobs.drivers.protocol import Batch, Locks, StepRow
+from jobs.models import Job, JobAttempt, Status, Worker, Workflow, WorkflowEdge, WorkflowStep
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
 
@@ -333,7 +334,12 @@ def test_complete_many__applies_only_to_jobs_still_running_under_the_worker_and_
 
     applied = drv.complete_many("w1", [(mine, 1), (stale, 2), (theirs, 1)], None)
 
-    assert applied == [mine]
+    assert [job.id for job in applied] == [mine]
+    # With what the rollup of finished tries needs: queue, type, wait and run in seconds.
+    done = applied[0]
+    assert (done.queue, done.type) == ("default", _rows(drv).get(pk=mine).type)
+    assert done.waited is not None and 0 <= done.waited < 60
+    assert done.ran is not None and 0 <= done.ran < 60
     assert _rows(drv).get(pk=mine).status == Status.SUCCEEDED
     assert _rows(drv).get(pk=mine).finished_at is not None
     assert set(_rows(drv).filter(pk__in=[stale, theirs]).values_list("status", flat=True)) == {Status.RUNNING}
@@ -345,9 +351,30 @@ def test_complete_many__stores_each_jobs_result(drv):
     first, second = _insert(drv).pk, _insert(drv).pk
     drv.claim("w1", ["default"], 2)
     applied = drv.complete_many("w1", [(first, 1), (second, 1)], ['{"sum": 5}', "null"])
-    assert sorted(applied) == [first, second]
+    assert sorted(job.id for job in applied) == [first, second]
     assert _rows(drv).get(pk=first).result == {"sum": 5}
     assert _rows(drv).get(pk=second).result is None
+
+
+@conformance
+def test_add_to_rollup__adds_to_existing_rows_and_creates_new_ones(drv):
+    from jobs.models import Rollup
+
+    minute = timezone.now().replace(second=0, microsecond=0)
+    drv.add_to_rollup(
+        [(1, minute, "q", "t", "succeeded", "r", 5, 3), (1, minute, "q", "t", "succeeded", "w", 0, 3)]
+    )
+    drv.add_to_rollup(
+        [(1, minute, "q", "t", "succeeded", "r", 5, 2), (15, minute, "q", "t", "failed", "r", 7, 1)]
+    )
+
+    rows = Rollup.objects.using(drv.alias).order_by("span", "measure", "bucket")
+    assert [(row.span, row.outcome, row.measure, row.bucket, row.tries) for row in rows] == [
+        (1, "succeeded", "r", 5, 5),
+        (1, "succeeded", "w", 0, 3),
+        (15, "failed", "r", 7, 1),
+    ]
+    assert rows[0].minute == minute
 
 
 @conformance
@@ -369,6 +396,107 @@ def test_lock_if_running__finds_only_the_current_attempt(drv):
         assert drv.lock_if_running("w1", job.pk, 2) is None
         locked = drv.lock_if_running("w1", job.pk, 1)
     assert locked is not None and locked.pk == job.pk
+
+
+# --- jobs due later -------------------------------------------------------------------------
+
+
+@conformance
+def test_due_later__never_claimed_before_its_time_and_claimed_once_promoted_when_due(drv):
+    run_at = timezone.now() + timedelta(seconds=1.5)
+    job = _insert(drv, run_at=run_at, due_later=True)
+    assert drv.claim("w1", ["default"], 10) == []
+    waiting = drv.promote_due(100)
+    assert (waiting.promoted, waiting.queues) == (0, [])
+    assert waiting.next_due_in is not None and 0 < waiting.next_due_in <= 1.5
+
+    def promoted() -> bool:
+        assert drv.claim("w1", ["default"], 10) == [], "claimed before its promotion"
+        return drv.promote_due(100).promoted == 1
+
+    wait_for(promoted, timeout=30, interval=0.02, message="the job's promotion")
+    assert timezone.now() >= run_at, "promoted before its time"
+    assert [claimed.id for claimed in drv.claim("w1", ["default"], 10)] == [job.pk]
+
+
+@conformance
+def test_due_later__many_waiting_jobs_change_no_claim(drv):
+    """Jobs due later, more urgent than the due ones and as many as a claim would read,
+    are neither claimed nor promoted, and the claim's answer is the same as without them."""
+    later = timezone.now() + timedelta(hours=1)
+    waiting = Batch(
+        type="test.noop",
+        queue="default",
+        priority=-100,
+        max_attempts=3,
+        run_at=later,
+        payloads=["{}"] * 500,
+        dedupe_keys=[None] * 500,
+        due_later=True,
+    )
+    assert drv.insert_many(waiting) == 500
+    due = [_insert(drv, priority=priority).pk for priority in (50, 0, 0)]
+
+    assert [job.id for job in drv.claim("w1", ["default", "mail"], 10)] == [due[1], due[2], due[0]]
+    promotion = drv.promote_due(1000)
+    assert promotion.promoted == 0
+    assert promotion.next_due_in is not None and 3500 < promotion.next_due_in <= 3600
+    assert _rows(drv).filter(status=Status.QUEUED, due_later=True).count() == 500
+
+
+@conformance
+def test_due_later__promoted_earliest_first_in_batches_and_their_queues_told(drv):
+    now = timezone.now()
+    ids = [
+        _insert(drv, queue=queue, run_at=now - timedelta(seconds=age), due_later=True).pk
+        for queue, age in (("default", 3), ("mail", 4), ("default", 2), ("ai", 1))
+    ]
+    first = drv.promote_due(2)
+    assert (first.promoted, first.queues) == (2, ["default", "mail"])
+    assert first.next_due_in is not None and first.next_due_in <= 0, "two are due already"
+    assert sorted(job.id for job in drv.claim("w1", ["default", "mail", "ai"], 10)) == sorted(ids[:2])
+    rest = drv.promote_due(10)
+    assert (rest.promoted, rest.queues, rest.next_due_in) == (2, ["ai", "default"], None)
+    assert drv.promote_due(10).promoted == 0
+    assert sorted(job.id for job in drv.claim("w1", ["default", "ai"], 10)) == sorted(ids[2:])
+
+
+@conformance
+def test_due_later__its_dedupe_key_stays_taken_while_it_waits(drv):
+    _insert(drv, dedupe_key="k", run_at=timezone.now() + timedelta(hours=1), due_later=True)
+    assert drv.insert_one(_fields(dedupe_key="k"), "{}") is None
+
+
+@conformance
+def test_due_later__a_retrys_backoff_with_the_stores_policy(drv):
+    """A failed try is queued again for after its backoff: it reads queued, no claim takes
+    it before then, and once its time has come a promotion hands it to the next claim."""
+    job = store.enqueue("test.flaky", {"fail_times": 1})
+    [claimed] = store.claim("w1", ["default"], 1)
+    failure = store.Failure("ConnectionError", "transient failure on try 1")
+    assert store.fail("w1", claimed.id, claimed.attempt, failure) == Status.QUEUED
+    row = Job.objects.get(pk=job.pk)
+    assert row.status == Status.QUEUED and row.run_at > timezone.now() - timedelta(seconds=1)
+    wait_for(
+        lambda: store.promote_due().promoted == 1, timeout=30, interval=0.02, message="the retry's promotion"
+    )
+    assert timezone.now() >= row.run_at
+    [again] = store.claim("w2", ["default"], 1)
+    assert (again.id, again.attempt) == (job.pk, 2)
+
+
+@conformance
+def test_due_later__promotion_notifies_the_queues_where_the_driver_listens(drv):
+    if not drv.listens:
+        pytest.skip("workers poll on this database")
+    _insert(drv, queue="mail", run_at=timezone.now() - timedelta(seconds=1), due_later=True)
+    session = connections.create_connection(drv.alias)
+    try:
+        notices = drv.listen(session)
+        assert drv.promote_due(10).queues == ["mail"]  # autocommit: delivered at once
+        wait_for(lambda: "mail" in notices.drain(), message="the promoted queue's notice")
+    finally:
+        session.close()
 
 
 # --- recovery and housekeeping --------------------------------------------------------------
@@ -566,3 +694,121 @@ def test_metrics_snapshot__runs_the_reads_inside_it(drv):
     with drv.metrics_snapshot(5_000):
         assert _rows(drv).count() == 1
         assert connections[drv.alias].in_atomic_block == (drv.vendor != "sqlite")
+
+
+# --- workflows -------------------------------------------------------------------------------
+
+
+def _step_row(
+    position: int, *, pending: int = 0, key: str | None = None, delay: float | None = None
+) -> StepRow:
+    status = WorkflowStep.Status.RELEASED if pending == 0 else WorkflowStep.Status.WAITING
+    return StepRow(
+        position, f"s{position}", "test.keyed" if key else "test.noop", "default", 0,
+        json.dumps({"thing_id": key} if key else {"n": position}), key, 3, delay, "", status, pending, 0,
+    )  # fmt: skip
+
+
+def _workflow(
+    drv: Driver, rows: list[StepRow], edges: list[tuple[int, int]], traceparent: str | None = None
+) -> list[int]:
+    """A workflow of ``rows``; ``edges`` between positions in ``rows`` (0-based)."""
+    workflow = Workflow.objects.create(
+        name="conformance", steps=len(rows), unfinished=len(rows), traceparent=traceparent
+    )
+    ids = drv.insert_steps(workflow.pk, rows, None)
+    drv.insert_edges([(ids[up], ids[down]) for up, down in edges])
+    return ids
+
+
+@conformance
+def test_insert_steps__returns_the_ids_in_the_rows_order_and_edges_link_them(drv):
+    ids = _workflow(
+        drv, [_step_row(n, pending=1 if n else 0) for n in range(5)], [(0, n) for n in range(1, 5)]
+    )
+    rows = {row.pk: row for row in WorkflowStep.objects.filter(pk__in=ids)}
+    assert [rows[step_id].position for step_id in ids] == [0, 1, 2, 3, 4]
+    assert rows[ids[0]].payload == {"n": 0}
+    assert set(WorkflowEdge.objects.values_list("upstream_id", "downstream_id")) == {
+        (ids[0], i) for i in ids[1:]
+    }
+
+
+@conformance
+def test_release_workflow__inserts_the_released_steps_jobs_once_skipping_a_held_key(drv):
+    _insert(drv, type="test.keyed", payload={"thing_id": 7}, dedupe_key="thing:7")
+    rows = [_step_row(0), _step_row(1, key="thing:7"), _step_row(2, pending=1), _step_row(3, delay=3600)]
+    ids = _workflow(drv, rows, [(0, 2)])
+
+    assert drv.release_workflow(WorkflowStep.objects.get(pk=ids[0]).workflow_id) == 2
+    jobs = {job.step_id: job for job in Job.objects.filter(step_id__isnull=False)}
+    assert set(jobs) == {ids[0], ids[3]}  # the held key's step waits; the waiting one too
+    assert jobs[ids[3]].run_at > timezone.now() + timedelta(minutes=59)  # its delay
+    assert drv.release_steps([ids[0], ids[1]]) == 0  # a step's job once; the key still held
+    Job.objects.filter(dedupe_key="thing:7", step__isnull=True).update(status=Status.SUCCEEDED)
+    assert drv.release_steps([ids[1]]) == 1
+
+
+@conformance
+def test_release_successors__counts_down_and_releases_those_at_zero_in_fixed_statements(drv):
+    # 0 → 1; 0 → 2; 3 → 2 (2 waits for two); 1 → 4
+    rows = [
+        _step_row(0),
+        _step_row(1, pending=1),
+        _step_row(2, pending=2),
+        _step_row(3),
+        _step_row(4, pending=1),
+    ]
+    ids = _workflow(drv, rows, [(0, 1), (0, 2), (3, 2), (1, 4)])
+    with transaction.atomic(), CaptureQueriesContext(connections[drv.alias]) as queries:
+        assert drv.release_successors(ids[0]) == 1
+    statuses = dict(WorkflowStep.objects.filter(pk__in=ids).values_list("pk", "status"))
+    pending = dict(WorkflowStep.objects.filter(pk__in=ids).values_list("pk", "pending"))
+    assert (statuses[ids[1]], pending[ids[1]]) == ("released", 0)
+    assert (statuses[ids[2]], pending[ids[2]]) == ("waiting", 1)
+    assert Job.objects.filter(step_id=ids[1]).count() == 1
+    assert drv.release_successors(ids[3]) == 1
+    assert Job.objects.filter(step_id=ids[2]).count() == 1
+    if drv.vendor != "sqlite":  # the ORM's portable path reads the steps before it inserts
+        assert len(queries) <= 2
+
+
+@conformance
+def test_every_release__copies_the_workflows_trace_context_into_its_jobs(drv):
+    # Two workflows side by side, 0 → 1 each: one started in a span, one in none.
+    parent = "00-" + "a1" * 16 + "-" + "b2" * 8 + "-01"
+    traced = _workflow(
+        drv, [_step_row(0), _step_row(1, pending=1), _step_row(2, key="thing:7")], [(0, 1)], parent
+    )
+    plain = _workflow(drv, [_step_row(0), _step_row(1, pending=1)], [(0, 1)])
+    _insert(drv, type="test.keyed", payload={"thing_id": 7}, dedupe_key="thing:7")
+
+    for ids in (traced, plain):
+        drv.release_workflow(WorkflowStep.objects.get(pk=ids[0]).workflow_id)
+        drv.release_successors(ids[0])
+    Job.objects.filter(dedupe_key="thing:7", step__isnull=True).update(status=Status.SUCCEEDED)
+    assert drv.release_steps([traced[2]]) == 1  # the held key's step, released later
+
+    carried = dict(Job.objects.filter(step__isnull=False).values_list("step_id", "traceparent"))
+    assert carried == {
+        traced[0]: parent,
+        traced[1]: parent,
+        traced[2]: parent,
+        plain[0]: None,
+        plain[1]: None,
+    }
+
+
+@conformance
+def test_cancel_below_and_restore_below__reach_every_waiting_step_however_far(drv):
+    # 0 → 1 → 2 → 3, and 4 beside them
+    rows = [_step_row(0), *(_step_row(n, pending=1) for n in (1, 2, 3)), _step_row(4)]
+    ids = _workflow(drv, rows, [(0, 1), (1, 2), (2, 3)])
+
+    assert drv.cancel_below([ids[0]], "Upstream step #0 failed.") == 3
+    cancelled = WorkflowStep.objects.filter(status=WorkflowStep.Status.CANCELLED)
+    assert set(cancelled.values_list("pk", flat=True)) == set(ids[1:4])
+    assert set(cancelled.values_list("message", flat=True)) == {"Upstream step #0 failed."}
+    assert drv.restore_below(ids[1]) == 2  # only what lies below the step given
+    assert WorkflowStep.objects.get(pk=ids[1]).status == WorkflowStep.Status.CANCELLED
+    assert WorkflowStep.objects.get(pk=ids[3]).status == WorkflowStep.Status.WAITING

@@ -33,7 +33,7 @@ def scrape(client, token: str = TOKEN, **extra) -> dict[str, dict[tuple[tuple[st
     assert response["Content-Type"].startswith("text/plain; version=0.0.4")
     parsed: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
     for family in text_string_to_metric_families(response.content.decode()):
-        assert family.type == "gauge", family.name
+        assert family.type in ("gauge", "gaugehistogram", "histogram"), family.name
         for sample in family.samples:
             parsed.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
     return parsed

@@ -121,9 +121,11 @@ def test_claim__two_sessions_claiming_at_once_never_share_a_job():
     assert Job.objects.filter(status=Status.RUNNING, locked_by="other").count() == 4
 
 
-def _finished_jobs(count: int) -> None:
-    """``count`` succeeded jobs, written in one statement."""
+def _finished_and_later_jobs(count: int) -> None:
+    """``count`` succeeded jobs and ``count`` high-priority jobs due tomorrow (first in claim
+    order, were they claimable), each kind written in one statement."""
     numbers = f"seq_1_to_{count}" if on_mariadb() else f"generate_series(1, {count})"
+    tomorrow = "now() + INTERVAL 1 DAY" if on_mariadb() else "now() + interval '1 day'"
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -133,15 +135,24 @@ def _finished_jobs(count: int) -> None:
               FROM {numbers}
             """
         )
+        cursor.execute(
+            f"""
+            INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, due_later, created_at,
+                                  attempts, max_attempts, progress_message, error, message)
+            SELECT 'test.noop', 'default', -50, 'queued', '{{}}', {tomorrow}, true, now(), 0, 1, '', '', ''
+              FROM {numbers}
+            """
+        )
 
 
 @pytest.mark.parametrize(
     "queues", [["default"], ["default", "ai"]], ids=["one-queue lane", "several-queue lane"]
 )
-def test_claim__plan_reads_the_claim_index_with_many_finished_jobs(queues):
-    """20,000 finished jobs and 5 queued: the claim reads its index (``jobs_claim`` for one
-    queue, ``jobs_claim_any`` for several), never the table, and stops after its few rows."""
-    _finished_jobs(20_000)
+def test_claim__plan_reads_the_claim_index_with_many_finished_jobs_and_jobs_due_later(queues):
+    """20,000 finished jobs, 20,000 due tomorrow and 5 queued: the claim reads its index
+    (``jobs_claim`` for one queue, ``jobs_claim_any`` for several) from its first ready
+    entry, never the table, and stops after its few rows."""
+    _finished_and_later_jobs(20_000)
     store.enqueue_many("test.noop", [{} for _ in range(5)])
     if on_mariadb():
         _assert_mariadb_claim_plan(queues)
@@ -156,12 +167,14 @@ def test_claim__plan_reads_the_claim_index_with_many_finished_jobs(queues):
         cursor.execute("EXPLAIN " + statement, {"worker": "w1", "limit": 2, **params})
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using jobs_claim" in plan, plan
+    assert "(due_later = false)" in plan.split("Index Cond:")[1].splitlines()[0], plan
     assert "Seq Scan on jobs_job" not in plan, plan
 
 
 def _assert_mariadb_claim_plan(queues: list[str]) -> None:
     """MariaDB's plan of the claim's locking read: the status-first claim index, read in the
-    claim's order (no filesort), with the queued rows' estimate, not the table's."""
+    claim's order (no filesort), with the ready rows' estimate, not the table's nor the
+    jobs due later's."""
     if len(queues) == 1:
         statement, index = mariadb.CLAIM_ONE_QUEUE, "jobs_claim"
     else:
@@ -178,7 +191,7 @@ def _assert_mariadb_claim_plan(queues: list[str]) -> None:
     (table,) = _tables(plan)
     assert table["key"] == index, text
     assert table["access_type"] in ("ref", "range"), text
-    assert table["rows"] < 1_000, text  # the five queued rows' entries, not 20,000
+    assert table["rows"] < 1_000, text  # the five ready rows' entries, not 20,000 or 40,000
     assert "filesort" not in text, text
 
 

@@ -2,6 +2,7 @@
 
 import ctypes
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -48,6 +49,26 @@ def sleep(ctx: JobContext, *, seconds: float, marker: str = "", gate: str = "") 
     while time.monotonic() < deadline:
         time.sleep(0.02)
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
+
+
+@job("test.sockets", queue="default", attempts=1)
+def sockets(ctx: JobContext, *, path: str) -> None:
+    """Writes how many TCP sockets this process holds, before it opens any: a child that
+    inherited its supervisor's (or forkserver's) database connection would hold one."""
+    fds = Path("/proc/self/fd")
+    inodes = {os.readlink(fds / fd)[8:-1] for fd in os.listdir(fds) if _is_socket(fds / fd)}
+    tcp = set()
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        with open(table) as rows:
+            tcp |= {row.split()[9] for row in list(rows)[1:]}
+    Path(path).write_text(str(len(inodes & tcp)))
+
+
+def _is_socket(fd: Path) -> bool:
+    try:
+        return os.readlink(fd).startswith("socket:[")
+    except OSError:
+        return False  # closed meanwhile (the directory listing's own descriptor)
 
 
 @job("test.exit", queue="default", attempts=2, backoff=(0.2,))
@@ -335,3 +356,73 @@ def dst_daily(*, slot) -> str:
 )
 def dst_ticks(*, slot) -> str:
     return _record_slot("test.dst_ticks", slot)
+
+
+chatty_logger = logging.getLogger("tests.chatty")
+
+
+@job("test.chatty", queue="default", attempts=3, backoff=(0.1,))
+def chatty(
+    ctx: JobContext, *, lines: int = 3, fail_times: int = 0, gate: str = "", crash: bool = False
+) -> None:
+    """Logs ``lines`` lines a try (and a DEBUG line, below the default level); the first
+    try waits for ``gate`` after its first line; the first ``fail_times`` tries fail; with
+    ``crash`` the process dies after the first line."""
+    chatty_logger.info("try %d line 0 \x00\x1b[31mred\x1b[0m", ctx.attempt)
+    if crash:
+        os._exit(3)
+    if gate and ctx.attempt == 1:
+        _wait_for_gate(gate)
+    for number in range(1, lines):
+        chatty_logger.info("try %d line %d", ctx.attempt, number)
+    chatty_logger.debug("try %d debug detail", ctx.attempt)
+    if ctx.attempt <= fail_times:
+        raise RuntimeError(f"try {ctx.attempt} failed after logging")
+
+
+# --- workflows (jobs.workflow): steps that write a row, return, fail or add steps ----------
+
+
+def _step(
+    ctx: JobContext,
+    *,
+    value: object = None,
+    fail_unless: str = "",
+    add: int = 0,
+    sleep: float = 0.0,
+    gate: str = "",
+    upstream: dict | None = None,
+) -> dict:
+    """Writes this try's Execution row; fails for good unless the file ``fail_unless``
+    exists; adds ``add`` steps to its workflow; returns its value and the names of the
+    steps it waited for (and, given ``results_as="upstream"``, their results)."""
+    Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
+    if gate:
+        _wait_for_gate(gate)
+    if sleep:
+        time.sleep(sleep)
+    if fail_unless and not Path(fail_unless).exists():
+        raise PermanentError(f"{fail_unless} does not exist yet.")
+    if add:
+        ctx.add_steps(*(step_of(f"{ctx.step_name}/{number}") for number in range(1, add + 1)))
+    returned = {"value": value, "upstream": sorted(ctx.upstream_results)}
+    if upstream is not None:
+        returned["given"] = upstream
+    return returned
+
+
+step_atomic = job("test.step", queue="default", attempts=10, backoff=(0.1,), atomic=True)(_step)
+step_plain = job("test.step_plain", queue="default", attempts=10, backoff=(0.1,))(_step)
+
+
+def step_of(value: str) -> object:
+    """An atomic test step named by its value."""
+    from jobs import step
+
+    return step("test.step", {"value": value}, name=value)
+
+
+@job("test.returns_object", queue="default", attempts=3)
+def returns_object(ctx: JobContext, **payload) -> object:
+    """Returns what JSON cannot hold: a step of this type cannot hand it on."""
+    return object()

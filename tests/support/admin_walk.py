@@ -19,7 +19,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs.models import Queue, Timer, TimerSlot, Worker
+from jobs.models import Queue, Timer, TimerSlot, Worker, Workflow
 from pipeline.models import (
     Attachment,
     EmailMessage,
@@ -135,6 +135,12 @@ def one_of_each() -> dict[type[models.Model], models.Model]:
         ),
     }
     rows[Worker] = Worker.objects.create(name=WORKER, host="host-a", pid=101, queues=["default", "mail"])
+    # A workflow of two steps: the first one's job released, the second one waiting.
+    import jobs
+
+    rows[Workflow] = jobs.start(
+        jobs.chain(jobs.step("test.step", {"value": "walk"}), jobs.step("test.step_plain")), name="walk"
+    )
     # A timer with a run that failed, one that ran in a command and a missed slot.
     sweep = Timer.objects.get(name="sweep")  # installed at migrate
     TimerSlot.objects.create(timer=sweep, slot=now - timedelta(minutes=10), outcome="missed", covers=3)

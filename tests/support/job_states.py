@@ -21,8 +21,10 @@ def claim_one(worker: str, type_name: str = "test.noop", queue: str = "default")
 
 
 def make_due(job_id: int) -> None:
-    """Move a retry's run_at to now: the backoff has passed."""
+    """Move a retry's run_at to now: the backoff has passed, and a worker's promotion has
+    made it claimable again (``store.promote_due``)."""
     Job.objects.filter(pk=job_id).update(run_at=timezone.now() - timedelta(hours=1))
+    store.promote_due()
 
 
 def make_silent(job_id: int, seconds: float) -> None:

@@ -33,6 +33,9 @@ def worker_environment() -> dict[str, str]:
             "JOBS_SCHEDULER": "false",
         }
     )
+    # The workers write the project's bytecode (__pycache__, ignored by git) as a deployed
+    # image has it compiled: else every worker start compiles the project again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if on_mariadb():  # workers poll there: a short interval keeps every hand-off short
         env["JOBS_POLL_INTERVAL"] = "0.1"
     return env

@@ -150,3 +150,12 @@ def _started(sender: type, task_result: Any, **kwargs: Any) -> None:
 @receiver(task_finished)
 def _finished(sender: type, task_result: Any, **kwargs: Any) -> None:
     _log_signal("finished", task_result)
+
+
+@task
+def chatty_task(word: str) -> str:
+    """Logs one line through the standard logging module, as any task would."""
+    import logging
+
+    logging.getLogger("tests.chatty_task").warning("task says %s", word)
+    return word

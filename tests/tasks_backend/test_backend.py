@@ -28,7 +28,7 @@ from jobs.registry import DEFAULT_BACKOFF, DEFAULT_BACKOFF_CAP
 from jobs.store import Failure
 from tests.admin_jobs import PAGE, make_operator
 from tests.support.database import raw_connection
-from tests.support.job_states import make_silent
+from tests.support.job_states import make_due, make_silent
 from tests.tasks_backend import tasks
 
 pytestmark = pytest.mark.django_db
@@ -263,7 +263,7 @@ def test_get_result__follows_the_row_through_a_retry_to_success():
     assert waiting.errors[0].exception_class is ConnectionError
     assert waiting.task.run_after is not None  # waiting out the backoff
 
-    Job.objects.filter(pk=first.id).update(run_at=timezone.now() - timedelta(seconds=1))
+    make_due(first.id)
     second = claim("w2")
     store.complete("w2", [(second.id, second.attempt)], ['{"answer": 42}'])
     done = default_task_backend.get_result(result.id)
@@ -286,7 +286,7 @@ def test_get_result__a_task_that_failed_for_good_has_every_error():
             claimed.attempt,
             Failure("tests.tasks_backend.tasks.ComplexError", "code 7", "tb"),
         )
-        Job.objects.filter(pk=claimed.id).update(run_at=timezone.now() - timedelta(seconds=1))
+        make_due(claimed.id)
 
     failed = default_task_backend.get_result(result.id)
     assert (failed.status, failed.attempts, failed.worker_ids) == (TaskResultStatus.FAILED, 2, ["w1", "w2"])
@@ -484,7 +484,7 @@ def test_page__cancel_and_retry_work_on_tasks(client):
     for worker in ("w1", "w2"):
         claimed = claim(worker)
         store.fail(worker, claimed.id, claimed.attempt, Failure("RuntimeError", "boom"))
-        Job.objects.filter(pk=claimed.id).update(run_at=timezone.now() - timedelta(seconds=1))
+        make_due(claimed.id)
     assert default_task_backend.get_result(failing.id).status == TaskResultStatus.FAILED
     client.post(f"{PAGE}{failing.id}/retry/")
     assert default_task_backend.get_result(failing.id).status == TaskResultStatus.READY

@@ -125,7 +125,8 @@ def test_domain_apps_link_jobs_through_the_engines_api_not_its_url_names():
 @pytest.mark.parametrize(
     ("app", "count"),
     [
-        ("workspaces", 12),  # the seed's eleven, and the removal of a deleted record's checkout
+        # The seed's eleven, the removal of a deleted record's checkout, and two workflow steps.
+        ("workspaces", 14),
         ("pipeline", 5),  # processing, the sweep, and the email index's catch-up, rebuild, forget
     ],
 )

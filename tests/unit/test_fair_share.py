@@ -98,3 +98,66 @@ def test_claimable__asks_only_the_queues_that_may_have_due_jobs():
     assert shared.claimable(want=1, size=1, max_prefetch=32) == (["mail"], 1)
     shared.children[0].batch = []  # the ai job ended: its queue is still pending
     assert shared.claimable(want=2, size=1, max_prefetch=32) == (["ai", "mail"], 1)
+
+
+# --- borrowing the reserved slot -----------------------------------------------------------
+
+
+def borrowing_lane(running: tuple[str, ...] = ("ai.job",), limit: float = 1.0) -> Lane:
+    """Two slots, one busy with ``running``; ai jobs seen to take 0.1 s; nothing else pending."""
+    shared = lane(running=running)
+    shared.borrow_limit = limit
+    shared.note(job(1, "ai.job"), 0.1)
+    shared.claimed_short(["default", "mail"])  # the other queues came back short
+    return shared
+
+
+def test_borrow__a_queue_of_short_jobs_takes_the_reserved_slot_while_no_other_queue_has_work():
+    shared = borrowing_lane()
+    assert shared.claimable(want=1, size=1, max_prefetch=32) == (["ai"], 1)
+    shared.buffer.append(job(2, "ai.job"))
+    assert shared.ready() == 1
+    assert [j.id for j in shared.next_batch(size=1)] == [2]
+
+
+def test_borrow__the_slot_goes_back_as_soon_as_another_queue_may_have_work():
+    shared = borrowing_lane()
+    shared.pending.add("mail")  # a notification for mail (or a poll)
+    assert shared.claimable(want=1, size=1, max_prefetch=32) == (["mail"], 1)
+    shared.buffer.extend([job(2, "ai.job"), job(3, "mail.job")])
+    assert [j.id for j in shared.next_batch(size=1)] == [3]  # mail first, ai waits
+    assert shared.next_batch(size=1) == []  # and ai does not borrow while mail may have more
+
+
+def test_borrow__never_for_a_queue_or_type_not_known_to_be_short():
+    unseen = borrowing_lane()
+    unseen.longest_in_queue.clear()
+    unseen.longest.clear()
+    assert unseen.claimable(want=1, size=1, max_prefetch=32) == ([], 0)  # no try of ai seen yet
+
+    slow = borrowing_lane()
+    slow.note(job(1, "ai.job"), 5.0)  # one try of ai took longer than the limit
+    assert slow.claimable(want=1, size=1, max_prefetch=32) == ([], 0)
+
+    new_type = borrowing_lane()
+    new_type.buffer.append(ClaimedJob(2, "ai.other", "{}", 1, 3, "ai"))  # a type not seen yet
+    assert new_type.ready() == 0
+    assert new_type.next_batch(size=1) == []  # it waits for ai's own slot
+
+    off = borrowing_lane(limit=0)  # JOBS_SHARE_BORROW_LIMIT=0
+    assert off.claimable(want=1, size=1, max_prefetch=32) == ([], 0)
+
+
+def test_borrow__a_type_whose_timeout_is_within_the_limit_is_short_before_it_ever_ran():
+    shared = borrowing_lane()
+    shared.timeout_of = lambda type_name: 0.5 if type_name == "ai.other" else None
+    shared.buffer.append(ClaimedJob(2, "ai.other", "{}", 1, 3, "ai"))
+    assert [j.id for j in shared.next_batch(size=1)] == [2]
+
+
+def test_observe__keeps_each_types_and_queues_longest_try():
+    shared = lane()
+    shared.observe(0.5, [job(1, "ai.job"), job(2, "ai.job")])
+    shared.note(job(4, "mail.job"), 2.0)
+    assert shared.longest == {"ai.job": 0.25, "mail.job": 2.0}
+    assert shared.longest_in_queue == {"ai": 0.25, "mail": 2.0}

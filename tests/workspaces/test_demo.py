@@ -24,4 +24,13 @@ def test_demo_workspace__ingests_a_local_git_repository_and_syncs_from_the_embed
     assert "Code host: stored snapshot (embedded default" in out
     assert "#2 open    We decided to switch to Stripe for payments (bob), CI success, approved by ada" in out
     assert "failed" not in out
+    # The provisioning workflow, with its graph column by column.
+    assert "workflow #1 workspace.provision succeeded, 4 of 4 steps succeeded:" in out
+    graph = out.split("4 of 4 steps succeeded:")[1].split("its page, with the graph")[0]
+    assert [line.strip() for line in graph.strip().splitlines()] == [
+        "#1 repository.ingest[repository:1] succeeded",
+        "→ #2 workspace.ready[workspace:1] succeeded",
+        "→ #3 brain.derive[repository:1] succeeded",
+        "→ #4 decisions.mine[workspace:1] succeeded",
+    ]
     assert (tmp_path / "var" / "repositories").is_dir()

@@ -1,5 +1,6 @@
 """The eleven job types of the background-jobs page, declared with the page's queue and
-attempts, and the platform's own housekeeping type beside them."""
+attempts, and beside them the platform's own housekeeping type and the steps of its
+workflows."""
 
 import pytest
 
@@ -18,8 +19,13 @@ SEED_TABLE = {
     "capsules.retrospective": ("ingestion", 2),
     "retention.purge": ("default", 2),
 }
-# Not on the page: a deleted repository's working folder removed where the checkouts are.
-HOUSEKEEPING = {"checkout.remove": ("ingestion", 3)}
+# Not on the page: a deleted repository's working folder removed where the checkouts are;
+# and the steps of the workspace workflows (a workspace marked ready, a pull request's capsule).
+HOUSEKEEPING = {
+    "checkout.remove": ("ingestion", 3),
+    "workspace.ready": ("ingestion", 2),
+    "capsule.build": ("ingestion", 2),
+}
 
 
 @pytest.mark.parametrize(("name", "expected"), sorted(SEED_TABLE.items()))
@@ -28,7 +34,7 @@ def test_job_type__has_the_seeds_queue_and_attempts(name, expected):
     assert (job_type.queue, job_type.attempts) == expected
 
 
-def test_workspaces_tasks__declare_exactly_the_eleven_types_and_the_housekeeping_one():
+def test_workspaces_tasks__declare_exactly_the_eleven_types_the_housekeeping_one_and_the_steps():
     declared = {t.name for t in registry.all_types() if t.func.__module__ == "workspaces.tasks"}
     assert declared == set(SEED_TABLE) | set(HOUSEKEEPING)
     for name, (queue, attempts) in HOUSEKEEPING.items():

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+import jobs
+from jobs import testing
 from jobs.models import Job
 from tests.support.providers import InMemoryCodeHost, InMemoryTracker
 from workspaces.errors import (
@@ -34,6 +37,7 @@ from workspaces.services import (
     ingest,
     provisioning,
     retention,
+    triggers,
     workflows,
 )
 from workspaces.services.pull_requests import sync_checks, sync_pull_requests
@@ -293,20 +297,39 @@ def test_decisions_mine__proposes_each_decision_once():
 # --- workspace.provision ---------------------------------------------------------------------
 
 
-def test_provision__ingests_marks_ready_and_queues_brain_derive():
-    repository = RepositoryFactory()
-    provisioning.provision_workspace(repository.workspace_id)
-    repository.refresh_from_db()
-    assert repository.status == Repository.Status.INGESTED
-    workspace = Workspace.objects.get(pk=repository.workspace_id)
-    assert workspace.status == Workspace.Status.READY
-    job = Job.objects.get(type="brain.derive")
-    assert job.payload == {"repository_id": repository.pk} and job.queue == "ai"
+@pytest.mark.django_db(transaction=True)  # its steps run inline, each committing with its release
+def test_provision__a_workflow_ingests_the_new_repositories_marks_ready_derives_each_then_mines():
+    fresh = RepositoryFactory()
+    known = RepositoryFactory(ingested=True, workspace=fresh.workspace)
+    workflow = provisioning.start_provisioning(fresh.workspace_id)
+
+    columns = [
+        [(step.type, step.payload) for step in steps]
+        for _, steps in itertools.groupby(jobs.workflow_steps(workflow), key=lambda step: step.depth)
+    ]
+    workspace = {"workspace_id": fresh.workspace_id}
+    assert columns == [
+        [("repository.ingest", {"repository_id": fresh.pk})],  # the new repository only
+        [("workspace.ready", workspace)],
+        [("brain.derive", {"repository_id": fresh.pk}), ("brain.derive", {"repository_id": known.pk})],
+        [("decisions.mine", workspace)],
+    ]
+    assert provisioning.start_provisioning(fresh.workspace_id).pk == workflow.pk  # while it runs
+    assert Workspace.objects.get(pk=fresh.workspace_id).status == Workspace.Status.NEW
+
+    testing.drain()
+    workflow.refresh_from_db()
+    assert workflow.status == "succeeded", jobs.workflow_steps(workflow)
+    fresh.refresh_from_db()
+    assert fresh.status == Repository.Status.INGESTED
+    provisioned = Workspace.objects.get(pk=fresh.workspace_id)
+    assert provisioned.status == Workspace.Status.READY
+    assert set(provisioned.context["repositories"]) == {str(fresh.pk), str(known.pk)}
 
 
 def test_provision__refuses_a_workspace_without_repository():
     with pytest.raises(NotReady):
-        provisioning.provision_workspace(WorkspaceFactory().pk)
+        provisioning.start_provisioning(WorkspaceFactory().pk)
 
 
 # --- capsules.retrospective ------------------------------------------------------------------
@@ -327,6 +350,24 @@ def test_capsules__built_for_the_last_few_merged_pull_requests_once():
     capsule = ReviewCapsule.objects.get(pull_request__number=1)
     assert capsule.data["ci_status"] == "unknown"
     assert capsule.summary.startswith("Capsules retrospective: no model wrote this")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_capsules__as_a_workflow_adds_one_step_per_merged_pull_request():
+    repository = RepositoryFactory()
+    now = timezone.now()
+    for number in range(1, 4):
+        PullRequestFactory(
+            repository=repository, number=number, merged=True, merged_at=now - timedelta(days=number)
+        )
+    workflow = triggers.request_capsules(repository)
+    testing.drain()
+
+    workflow.refresh_from_db()
+    assert (workflow.status, workflow.steps) == ("succeeded", 4)
+    built = [step.name for step in jobs.workflow_steps(workflow) if step.type == "capsule.build"]
+    assert len(built) == 3 and all(name.startswith("capsule.build[pull_request:") for name in built)
+    assert sorted(ReviewCapsule.objects.values_list("pull_request__number", flat=True)) == [1, 2, 3]
 
 
 def test_capsule_summary_workflow__summarises_a_capsule():

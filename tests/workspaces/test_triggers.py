@@ -8,8 +8,10 @@ from django.contrib.auth.models import Permission, User
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from jobs.models import Job
+import jobs
+from jobs.models import Job, Workflow
 from tests.support.providers import InMemoryCodeHost
 from workspaces import models
 from workspaces.providers import PullRequestData, use_code_host
@@ -41,9 +43,8 @@ def _change(obj) -> str:
     [
         (lambda: RepositoryFactory(), "reindex", "repository.ingest", lambda r: {"repository_id": r.pk}),
         (lambda: RepositoryFactory(), "sync", "pullrequest.sync", lambda r: {"repository_id": r.pk}),
-        (lambda: WorkspaceFactory(), "provision", "workspace.provision", lambda w: {"workspace_id": w.pk}),
     ],
-    ids=["reindex", "sync-now", "provision"],
+    ids=["reindex", "sync-now"],
 )
 def test_button__pressed_twice_queues_one_job_and_links_to_it(admin_client, make, slug, job_type, payload):
     obj = make()
@@ -55,20 +56,61 @@ def test_button__pressed_twice_queues_one_job_and_links_to_it(admin_client, make
     assert f'href="/admin/platform/job/{job.pk}/change/"' in response.content.decode()
 
 
-def test_button__ask_for_a_test_plan_queues_the_workflow_once_per_pull_request(admin_client):
-    pull = PullRequestFactory()
+def test_button__provision_pressed_twice_starts_one_workflow_and_links_to_it(admin_client):
+    workspace = RepositoryFactory().workspace
+    for _ in range(2):
+        response = admin_client.post(_button(workspace, "provision"), follow=True)
+    workflow = Workflow.objects.get()
+    assert (workflow.name, workflow.dedupe_key) == ("workspace.provision", f"workspace:{workspace.pk}")
+    assert response.redirect_chain[-1][0] == _change(workspace)
+    assert f'href="/admin/platform/workflow/{workflow.pk}/change/"' in response.content.decode()
+    assert list(Job.objects.values_list("type", flat=True)) == ["repository.ingest"]  # its first step
+
+
+def _steps(workflow: Workflow) -> list[tuple[str, dict]]:
+    return [(step.type, step.payload) for step in jobs.workflow_steps(workflow)]
+
+
+def test_button__ask_for_a_test_plan_syncs_a_stale_pull_request_first_once_per_pull_request(admin_client):
+    pull = PullRequestFactory()  # never synced
     other = PullRequestFactory(repository=pull.repository)
     for target in (pull, pull, other):
-        admin_client.post(_button(target, "test-plan"))
-    jobs = Job.objects.filter(type="ai.workflow").order_by("id")
-    assert [job.payload["pull_request_id"] for job in jobs] == [pull.pk, other.pk]
-    assert jobs[0].payload == {
+        response = admin_client.post(_button(target, "test-plan"), follow=True)
+    workflows = list(Workflow.objects.order_by("id"))
+    assert [(w.name, w.dedupe_key) for w in workflows] == [
+        ("ai.test_plan", f"pull_request:{pull.pk}"),
+        ("ai.test_plan", f"pull_request:{other.pk}"),
+    ]
+    assert f'href="/admin/platform/workflow/{workflows[1].pk}/change/"' in response.content.decode()
+    repository = {"repository_id": pull.repository_id}
+    ask = {
         "workflow": "test_plan",
         "workspace_id": pull.repository.workspace_id,
         "repository_id": pull.repository_id,
         "pull_request_id": pull.pk,
     }
-    assert jobs[0].queue == "ai"
+    assert _steps(workflows[0]) == [
+        ("pullrequest.sync", repository),
+        ("checks.sync", repository),
+        ("ai.workflow", ask),
+    ]
+    # The sync comes first; the second workflow's waits for the first one's, which holds the key.
+    assert list(Job.objects.values_list("type", "step__workflow_id")) == [
+        ("pullrequest.sync", workflows[0].pk)
+    ]
+
+
+def test_button__ask_for_a_test_plan_of_a_fresh_pull_request_asks_at_once(admin_client):
+    pull = PullRequestFactory(synced_at=timezone.now())
+    admin_client.post(_button(pull, "test-plan"))
+    workflow = Workflow.objects.get()
+    assert [type_name for type_name, _ in _steps(workflow)] == ["ai.workflow"]
+    job = Job.objects.get()
+    assert (job.type, job.queue, job.dedupe_key) == (
+        "ai.workflow",
+        "ai",
+        f"workflow:test_plan:pull_request:{pull.pk}",
+    )
 
 
 def test_button__capsule_summary_is_offered_once_the_pull_request_has_a_capsule(admin_client):
@@ -81,7 +123,9 @@ def test_button__capsule_summary_is_offered_once_the_pull_request_has_a_capsule(
     admin_client.post(_button(pull, "capsule-summary"))
 
     assert "Capsule summary" in page and "Ask for a test plan" in page
-    assert Job.objects.get(type="ai.workflow").payload["workflow"] == "capsule_summary"
+    workflow = Workflow.objects.get()
+    assert workflow.name == "ai.capsule_summary"
+    assert _steps(workflow)[-1][1]["workflow"] == "capsule_summary"
 
 
 def test_button__is_a_post_form_with_a_csrf_token_and_refuses_get(admin_client):
@@ -146,8 +190,12 @@ def test_admin__creating_a_workspace_with_a_repository_queues_its_provisioning(a
     response = admin_client.post(reverse("admin:workspaces_workspace_add"), data)
     assert response.status_code == 302, _errors(response)
     workspace = models.Workspace.objects.get(name="Payments")
+    assert list(Workflow.objects.values_list("name", "dedupe_key")) == [
+        ("workspace.provision", f"workspace:{workspace.pk}")
+    ]
+    repository = workspace.repositories.get()
     assert list(Job.objects.values_list("type", "payload")) == [
-        ("workspace.provision", {"workspace_id": workspace.pk})
+        ("repository.ingest", {"repository_id": repository.pk})
     ]
 
     # A repository added later to the workspace is ingested on its own.

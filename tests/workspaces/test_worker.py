@@ -67,6 +67,7 @@ def test_runworker__runs_each_workspace_job_type(start_worker, tmp_path):
     assert set(outcomes) == {
         "repository.ingest",
         "workspace.provision",
+        "workspace.ready",  # a step of the provisioning workflow the provision job started
         "repository.analyse",
         "pullrequest.sync",
         "checks.sync",
@@ -86,7 +87,7 @@ def test_runworker__runs_each_workspace_job_type(start_worker, tmp_path):
     fresh.refresh_from_db()
     assert fresh.status == Repository.Status.INGESTED
     assert Workspace.objects.get(pk=fresh.workspace_id).status == Workspace.Status.READY
-    # provision queued brain.derive for its repository, and the burst worker ran it too
+    # provisioning (a workflow) derived its repository's brain after it, and mined decisions
     assert str(fresh.pk) in Workspace.objects.get(pk=fresh.workspace_id).context["repositories"]
     analysed.refresh_from_db()
     assert analysed.status == Repository.Status.ANALYSED and analysed.summary

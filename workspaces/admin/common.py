@@ -1,8 +1,10 @@
-"""What every workspace admin page shares: queueing jobs from a list action with a message that
-links them, and the bases of pages whose rows (or timestamps) the system writes."""
+"""What every workspace admin page shares: queueing jobs (or starting workflows) from a list
+action with a message that links them, and the bases of pages whose rows (or timestamps)
+the system writes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -11,7 +13,7 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from jobs import Job, admin_list_url, admin_url, enqueue
+from jobs import Job, PermanentError, Workflow, admin_list_url, admin_url, enqueue, workflow_url
 from workspaces import addresses
 
 
@@ -21,6 +23,31 @@ def queue_jobs(modeladmin: admin.ModelAdmin, request, type_name: str, payloads: 
     with transaction.atomic():
         queued = [enqueue(type_name, payload) for payload in payloads]
     modeladmin.message_user(request, queued_message(type_name, queued), messages.SUCCESS)
+
+
+def start_workflows(
+    modeladmin: admin.ModelAdmin, request, name: str, starts: list[Callable[[], Workflow]]
+) -> None:
+    """One workflow per subject (a subject whose workflow runs keeps it); the message links
+    them. A subject that refuses (``PermanentError``: nothing to start from) is named."""
+    started: list[Workflow] = []
+    with transaction.atomic():
+        for start in starts:
+            try:
+                with transaction.atomic():
+                    started.append(start())
+            except PermanentError as refused:
+                modeladmin.message_user(request, str(refused), messages.ERROR)
+    if started:
+        links = format_html_join(
+            ", ", '<a href="{}">#{}</a>', ((workflow_url(workflow), workflow.pk) for workflow in started[:20])
+        )
+        more = f" and {len(started) - 20} more" if len(started) > 20 else ""
+        modeladmin.message_user(
+            request,
+            format_html("Started {} {} workflow(s): {}{}.", len(started), name, links, more),
+            messages.SUCCESS,
+        )
 
 
 def queued_message(type_name: str, queued: list[Job]) -> str:

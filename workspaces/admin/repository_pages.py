@@ -3,6 +3,7 @@ pull requests (Ask for a test plan, Capsule summary)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.contrib import admin
@@ -12,7 +13,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from jobs import JobButton, RecordJobsMixin
 from workspaces import admin_display, job_types, models
-from workspaces.admin.common import RepositoryForm, SystemTimestamps, queue_jobs
+from workspaces.admin.common import RepositoryForm, SystemTimestamps, queue_jobs, start_workflows
 from workspaces.providers import code_host
 from workspaces.services import triggers
 
@@ -134,7 +135,12 @@ class RepositoryAdmin(RecordJobsMixin, SystemTimestamps):
 
     @admin.action(description="Build review capsules", permissions=["change"])
     def build_capsules(self, request, queryset) -> None:
-        self._each(request, queryset, job_types.BUILD_CAPSULES)
+        start_workflows(
+            self,
+            request,
+            job_types.BUILD_CAPSULES,
+            [functools.partial(triggers.request_capsules, repository) for repository in queryset],
+        )
 
 
 @admin.register(models.PullRequest)

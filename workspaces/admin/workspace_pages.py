@@ -1,6 +1,9 @@
-"""Workspaces: Provision, their repositories inline; saving a new one queues its provisioning."""
+"""Workspaces: Provision (a workflow), their repositories inline; saving a new one starts its
+provisioning."""
 
 from __future__ import annotations
+
+import functools
 
 from django.contrib import admin
 from django.utils.decorators import method_decorator
@@ -8,7 +11,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from jobs import JobButton, RecordJobsMixin
 from workspaces import job_types, models
-from workspaces.admin.common import RepositoryForm, SystemTimestamps, queue_jobs
+from workspaces.admin.common import RepositoryForm, SystemTimestamps, queue_jobs, start_workflows
 from workspaces.services import triggers
 
 
@@ -52,11 +55,11 @@ class WorkspaceAdmin(RecordJobsMixin, SystemTimestamps):
 
     @admin.action(description="Provision", permissions=["change"])
     def provision(self, request, queryset) -> None:
-        queue_jobs(
+        start_workflows(
             self,
             request,
             job_types.PROVISION_WORKSPACE,
-            [{"workspace_id": pk} for pk in queryset.values_list("pk", flat=True)],
+            [functools.partial(triggers.request_provision, workspace) for workspace in queryset],
         )
 
     @admin.action(description="Mine decisions", permissions=["change"])

@@ -32,8 +32,11 @@ class SyncResult:
     source: str = ""
 
 
-def sync_pull_requests(repository_id: int, progress: Progress = no_progress) -> SyncResult:
-    """Pull requests of every state changed since the last sync (all of them the first time)."""
+def sync_pull_requests(
+    repository_id: int, progress: Progress = no_progress, *, queue_checks: bool = True
+) -> SyncResult:
+    """Pull requests of every state changed since the last sync (all of them the first time).
+    ``queue_checks=False`` when checks.sync follows anyway (the next step of a workflow)."""
     repository = load(Repository, repository_id)
     host = code_host()
     progress(10, f"Listing pull requests from the {host.label}")
@@ -51,7 +54,7 @@ def sync_pull_requests(repository_id: int, progress: Progress = no_progress) -> 
         locked.pulls_synced_at = now
         locked.save(update_fields=["host_state", "pulls_synced_at"])
         # The supervised ones' CI results and approvals follow, as their own job.
-        if not changes.not_modified and _supervised(repository).exists():
+        if queue_checks and not changes.not_modified and _supervised(repository).exists():
             enqueue(job_types.SYNC_CHECKS, {"repository_id": repository.pk})
     if changes.not_modified:
         progress(100, f"Unchanged since the last sync ({host.label})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs import registry
+from jobs.checks import WORKER_TAG
 from jobs.conf import jobs_settings
 from jobs.worker.supervisor import Supervisor, WorkerOptions
 
@@ -19,6 +20,10 @@ def parse_lane(spec: str) -> tuple[list[str], int]:
 
 class Command(BaseCommand):
     help = "Run background jobs in a pool of child processes."
+    # Only the engine's own checks (its settings), run in handle: the project's others
+    # (models, admin, URLs, which import every admin module) are for ``manage.py check``,
+    # and would add their time to every worker's start.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
@@ -48,6 +53,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
+        self.check(tags=[WORKER_TAG])
         known = registry.queues()
         if options["queue"]:
             lanes = [parse_lane(spec) for spec in options["queue"]]

@@ -1,15 +1,18 @@
 """``manage.py demo_workspace``: a workspace on a real git repository, with no network.
 
 Creates a small git repository under ``VAR_DIR/demo-git`` (a bare "origin" and a work tree
-that pushes to it), connects it to a new workspace (which queues ``workspace.provision``),
-presses Sync now (``pullrequest.sync`` against the embedded code host: the pull requests
-stored with the repository), and runs a real ``runworker --burst``. Then it pushes a new
-commit, presses Re-index, supervises a pull request, presses Sync now again (which queues
-``checks.sync``) and runs the worker again: the second ingest fetches the push.
+that pushes to it), connects it to a new workspace (which starts the ``workspace.provision``
+workflow: ingest, ready, brain.derive, decisions.mine), presses Sync now
+(``pullrequest.sync`` against the embedded code host: the pull requests stored with the
+repository), and runs a real ``runworker --burst``; it prints the provisioning workflow's
+graph, column by column. Then it pushes a new commit, presses Re-index, supervises a pull
+request, presses Sync now again (which queues ``checks.sync``) and runs the worker again:
+the second ingest fetches the push.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 from pathlib import Path
@@ -90,11 +93,12 @@ class Command(BaseCommand):
                         }
                     ],
                 )
-                out.write(f"   workspace {workspace.name!r} created: {_job(provision)}")
+                out.write(f"   workspace {workspace.name!r} created: {_workflow(provision)}")
             repository = workspace.repositories.get(name="shop")
             out.write(f"   Sync now: {_job(triggers.request_pull_request_sync(repository))}")
         self._run_worker("first")
         self._report(repository.pk)
+        self._graph(workspace.pk)
 
         out.write("\n2. A push to the repository, then Re-index; #2 supervised, then Sync now")
         _commit(
@@ -121,11 +125,9 @@ class Command(BaseCommand):
         out = self.stdout
         repository = Repository.objects.get(pk=repository_id)
         ingest = jobs.latest_job(job_types.INGEST_REPOSITORY, repository_id=repository.pk)
-        provision = jobs.latest_job(job_types.PROVISION_WORKSPACE, workspace_id=repository.workspace_id)
         sync = jobs.latest_job(job_types.SYNC_PULL_REQUESTS, repository_id=repository.pk)
         checks = jobs.latest_job(job_types.SYNC_CHECKS, repository_id=repository.pk)
         for name, job in [
-            (job_types.PROVISION_WORKSPACE, provision),
             (job_types.INGEST_REPOSITORY, ingest),
             (job_types.SYNC_PULL_REQUESTS, sync),
             (job_types.SYNC_CHECKS, checks),
@@ -146,9 +148,34 @@ class Command(BaseCommand):
             ci = f", CI {pull.ci_status}, approved by {', '.join(pull.approvals)}" if pull.ci_status else ""
             out.write(f"     #{pull.number} {pull.state:<7} {pull.title} ({pull.author}){ci}")
 
+    def _graph(self, workspace_id: int) -> None:
+        """The provisioning workflow as its page draws it: its steps column by column."""
+        workflow = jobs.workflows_for(
+            job_types.PROVISION_WORKSPACE, dedupe_key=f"workspace:{workspace_id}"
+        ).first()
+        if workflow is None:
+            return
+        out = self.stdout
+        out.write(
+            f"   {_workflow(workflow)}, {workflow.succeeded_steps} of {workflow.steps} steps succeeded:"
+        )
+        columns = itertools.groupby(jobs.workflow_steps(workflow), key=lambda step: step.depth)
+        for column, (_, steps) in enumerate(columns):
+            said = "  |  ".join(f"#{step.position} {step.name} {step.shown_status}" for step in steps)
+            out.write(f"     {'→ ' if column else '  '}{said}")
+        out.write(f"   its page, with the graph: /admin/platform/workflow/{workflow.pk}/change/")
+
 
 def _job(job: jobs.Job | None) -> str:
     return f"job #{job.pk} {job.status}" if job is not None else "no job"
+
+
+def _workflow(workflow: jobs.Workflow | None) -> str:
+    return (
+        f"workflow #{workflow.pk} {workflow.name} {workflow.status}"
+        if workflow is not None
+        else "no workflow"
+    )
 
 
 def _git(*args: str | Path, cwd: Path | None = None) -> None:
