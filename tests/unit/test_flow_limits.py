@@ -232,7 +232,7 @@ def test_next_batch__a_job_held_to_a_concurrency_limit_goes_to_a_child_alone():
     from jobs.worker.pool import Lane
 
     def job(job_id: int, held: bool = False, queue: str = "default") -> ClaimedJob:
-        return ClaimedJob(job_id, "t", "{}", 1, 3, queue, held)
+        return ClaimedJob(job_id, "t", "{}", 1, 3, queue, held=held)
 
     lane = Lane(queues=["default"], slots=1)
     lane.buffer = deque([job(1), job(2), job(3, held=True), job(4, held=True), job(5)])

@@ -54,6 +54,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, held: store.FlowClaim) -> tuple[Sup
         lane.children.append(child)
     now = time.monotonic()
     supervisor.next_poll, supervisor.next_heartbeat = now + 1.0, now + 100.0
+    supervisor.promoter.next_at = supervisor.promoter.last_at = now + 100.0  # no job due later here
     return supervisor, claims
 
 
