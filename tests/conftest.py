@@ -70,6 +70,15 @@ def _flush_by_delete() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_chart_figures() -> None:
+    """Each test draws the Background jobs page's charts from its own rows: the figures a
+    web process keeps for 30 s would otherwise be an earlier test's."""
+    from jobs.admin import charts
+
+    charts.clear_cache()
+
+
 @pytest.fixture
 def worker_env() -> dict[str, str]:
     """Environment for subprocesses: the test database and short timings."""

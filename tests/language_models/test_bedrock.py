@@ -14,7 +14,7 @@ import pytest
 import language_models
 from jobs import PermanentError, RetryableError
 from language_models import Prompt
-from tests.support.bedrock import converse_answer, signed_as_sent, stubbed_bedrock
+from tests.support.bedrock import converse_answer, signed_as_sent, stubbed_bedrock, use_test_credentials
 from tests.support.model_server import ModelServer, Reply
 from tests.support.servers import DrippingServer, FloodingServer, gzip_bomb
 from tests.support.waiting import wait_for
@@ -107,8 +107,7 @@ def test_bedrock__a_response_without_text_is_invalid(bedrock):
 @pytest.fixture
 def bedrock_http(settings, model_server: ModelServer, monkeypatch) -> ModelServer:
     """MODEL_PROVIDER=bedrock pointed at the local server, with a client of its own."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    use_test_credentials(monkeypatch)
     settings.MODEL_PROVIDER = "bedrock"
     settings.BEDROCK_ENDPOINT_URL = model_server.url
     settings.BEDROCK_MODEL_ID = "test-model"

@@ -17,7 +17,7 @@ import pytest
 import language_models
 from jobs import PermanentError, RetryableError
 from language_models import embeddings, static_embedding
-from tests.support.bedrock import invoke_answer, signed_as_sent, stubbed_bedrock
+from tests.support.bedrock import invoke_answer, signed_as_sent, stubbed_bedrock, use_test_credentials
 from tests.support.model_server import ModelServer, Reply, embedding
 from tests.support.servers import DrippingServer, FloodingServer, SilentServer, closed_port_url, gzip_bomb
 from tests.support.waiting import wait_for
@@ -238,8 +238,7 @@ def test_bedrock__each_error_it_answers_is_its_model_error(bedrock, settings, co
 @pytest.fixture
 def bedrock_http(settings, model_server: ModelServer, monkeypatch) -> ModelServer:
     """EMBEDDING_PROVIDER=bedrock pointed at the local server, with a client of its own."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    use_test_credentials(monkeypatch)
     settings.EMBEDDING_PROVIDER = "bedrock"
     settings.BEDROCK_ENDPOINT_URL = model_server.url
     settings.EMBEDDING_MODEL = "amazon.titan-embed-text-v2:0"

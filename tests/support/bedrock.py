@@ -52,6 +52,18 @@ def invoke_answer(body: dict[str, Any]) -> dict[str, Any]:
     return {"body": StreamingBody(io.BytesIO(data), len(data)), "contentType": "application/json"}
 
 
+def use_test_credentials(monkeypatch) -> None:
+    """The credentials ``x``/``x`` in the environment, as ``signed_as_sent`` checks them,
+    and no Bedrock client cached from an earlier test: a client keeps the credentials it
+    was made with, and a local server's port may come round again."""
+    from language_models import bedrock
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    bedrock._client.cache_clear()
+
+
 def signed_as_sent(received: Received, url: str, region: str) -> bool:
     """Whether the request the server ``url`` received carries the SigV4 signature of what
     arrived (path, signed headers, body), with the test credentials ``x``/``x``: what
