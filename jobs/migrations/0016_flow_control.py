@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
     atomic = False  # MariaDB cannot roll DDL back; each statement commits on its own
 
     dependencies = [
-        ("platform", "0017_workflow_traceparent"),
+        ("platform", "0015_workflow_traceparent"),
     ]
 
     operations = [

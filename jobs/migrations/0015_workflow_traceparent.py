@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('platform', '0015_observability'),
+        ('platform', '0014_observability'),
     ]
 
     operations = [

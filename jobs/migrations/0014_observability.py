@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('platform', '0014_workflows'),
+        ('platform', '0013_workflows'),
     ]
 
     operations = [
