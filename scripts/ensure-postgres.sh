@@ -11,7 +11,8 @@ if ! pg_isready -q -h "$host" -p "$port"; then
   if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
     version=$(ls /etc/postgresql | sort -V | tail -n 1)
     echo "Starting PostgreSQL $version…"
-    pg_ctlcluster --skip-systemctl-redirect "$version" main start
+    # In a session of its own (setsid): the server outlives whatever started it.
+    setsid pg_ctlcluster --skip-systemctl-redirect "$version" main start </dev/null
   else
     echo "PostgreSQL is not running at $host:$port and no local cluster was found to start." >&2
     exit 1
