@@ -54,13 +54,17 @@ def invoke_answer(body: dict[str, Any]) -> dict[str, Any]:
 
 def use_test_credentials(monkeypatch) -> None:
     """The credentials ``x``/``x`` in the environment, as ``signed_as_sent`` checks them,
-    and no Bedrock client cached from an earlier test: a client keeps the credentials it
-    was made with, and a local server's port may come round again."""
+    read by a client made now: boto3's default session keeps the credentials it found
+    first (an earlier test's), and a client cached for a local server's port (which may
+    come round again) keeps its session's."""
+    import boto3
+
     from language_models import bedrock
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     bedrock._client.cache_clear()
 
 
