@@ -4,3 +4,7 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_asgi_application()
+
+from config.apps import load_urlconf  # noqa: E402 - needs Django set up
+
+load_urlconf()

@@ -58,7 +58,8 @@ SECURE_CSP = {
 }
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # The admin, its modules imported by the URLconf, not at start-up (config/apps.py).
+    "config.apps.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -4,6 +4,9 @@ from django.views.generic import RedirectView
 
 from jobs.views import metrics
 
+# Every app's admin module, imported here rather than at start-up (config/apps.py).
+admin.autodiscover()
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     # Prometheus' default scrape path; answers 404 until JOBS_METRICS_TOKEN or

@@ -25,7 +25,7 @@ from typing import Any
 
 from django.conf import settings
 
-from language_models import bedrock, local, openai_compatible
+from language_models import local
 from language_models.answers import CHARS_PER_TOKEN, LOCAL, Answer, Completion, bound, parse_json
 from language_models.errors import (
     InvalidAnswer,
@@ -130,8 +130,14 @@ def digest(prompt: Prompt) -> str:
 def _call(provider: str, prompt: Prompt, text: str, max_tokens: int) -> Completion:
     if provider == LOCAL:
         return local.complete(prompt)
+    # The providers' clients (httpx, TLS) are imported by the first call that needs them:
+    # every process that imports this package (a worker, for the errors) need not.
     if provider == "bedrock":
+        from language_models import bedrock
+
         return bedrock.complete(prompt, text, max_tokens)
     if provider == "openai":
+        from language_models import openai_compatible
+
         return openai_compatible.complete(prompt, text, max_tokens)
     raise ModelRejected(f"Setting MODEL_PROVIDER names no known provider ({', '.join(PROVIDERS)}).")

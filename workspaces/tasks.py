@@ -14,22 +14,11 @@ queue's rate is the model provider's (``MODEL_REQUESTS_PER_MINUTE``, config/sett
 
 from jobs import JobContext, job, periodic
 from workspaces import job_types
-from workspaces.services import (
-    analysis,
-    brain,
-    capsules,
-    checkouts,
-    decisions,
-    ingest,
-    provisioning,
-    pull_requests,
-    reconcile,
-    retention,
-    trials,
-    work_items,
-    workflows,
-)
-from workspaces.webhooks import deliveries, tokens
+
+# The services are imported by each job when it runs, not here: a worker imports this
+# module at start-up to know the job types, and the services import what the jobs need
+# (git, the code hosts' clients, JWT and its cryptography, the model providers), which a
+# worker that runs none of these jobs, or has not yet, need not load (docs/deploy.md).
 
 REPOSITORY = "repository:{repository_id}"
 WORKSPACE = "workspace:{workspace_id}"
@@ -49,17 +38,23 @@ CONNECTION = "connection:{connection_id}"
     concurrency_key=REPOSITORY,
 )
 def ingest_repository(ctx: JobContext, *, repository_id: int) -> None:
+    from workspaces.services import ingest
+
     ingest.ingest_repository(repository_id, progress=ctx.progress)
 
 
 @job(job_types.REMOVE_CHECKOUT, queue="ingestion", attempts=3, timeout=900, dedupe="checkout:{folder}")
 def remove_checkout(ctx: JobContext, *, folder: str) -> None:
+    from workspaces.services import checkouts
+
     # On the ingestion queue: its workers are the machines that hold the working folders.
     checkouts.remove(folder)
 
 
 @job(job_types.ANALYSE_REPOSITORY, queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)
 def analyse_repository(ctx: JobContext, *, repository_id: int) -> None:
+    from workspaces.services import analysis
+
     analysis.analyse_repository(repository_id, progress=ctx.progress)
 
 
@@ -72,6 +67,8 @@ def run_ai_workflow(
     repository_id: int | None = None,
     pull_request_id: int | None = None,
 ) -> None:
+    from workspaces.services import workflows
+
     workflows.run_workflow(
         workflow,
         workspace_id,
@@ -91,6 +88,8 @@ def run_ai_workflow(
     concurrency_key=CODE_HOST,
 )
 def sync_pull_requests(ctx: JobContext, *, repository_id: int) -> None:
+    from workspaces.services import pull_requests
+
     # A workflow's step is followed by its own checks.sync step: it queues none.
     pull_requests.sync_pull_requests(
         repository_id, progress=ctx.progress, queue_checks=ctx.workflow_id is None
@@ -107,6 +106,8 @@ def sync_pull_requests(ctx: JobContext, *, repository_id: int) -> None:
     concurrency_key=CODE_HOST,
 )
 def sync_checks(ctx: JobContext, *, repository_id: int) -> None:
+    from workspaces.services import pull_requests
+
     pull_requests.sync_checks(repository_id, progress=ctx.progress)
 
 
@@ -120,21 +121,29 @@ def sync_checks(ctx: JobContext, *, repository_id: int) -> None:
     concurrency_key=CONNECTION,
 )
 def sync_work_connection(ctx: JobContext, *, connection_id: int) -> None:
+    from workspaces.services import work_items
+
     work_items.sync_connection(connection_id, progress=ctx.progress)
 
 
 @job(job_types.DERIVE_BRAIN, queue="ai", attempts=2, timeout=1800, dedupe=REPOSITORY)
 def derive_brain(ctx: JobContext, *, repository_id: int) -> None:
+    from workspaces.services import brain
+
     brain.derive_brain(repository_id, progress=ctx.progress)
 
 
 @job(job_types.MINE_DECISIONS, queue="ai", attempts=2, timeout=1800, dedupe=WORKSPACE)
 def mine_decisions(ctx: JobContext, *, workspace_id: int) -> None:
+    from workspaces.services import decisions
+
     decisions.mine_decisions(workspace_id, progress=ctx.progress)
 
 
 @job(job_types.PROVISION_WORKSPACE, queue="ingestion", attempts=2, timeout=1800, dedupe=WORKSPACE)
 def provision_workspace(ctx: JobContext, *, workspace_id: int) -> None:
+    from workspaces.services import provisioning
+
     # Provisioning is a workflow (the Provision button starts it); a job of this type (one
     # queued before, or by hand) starts it too, or finds it running.
     workflow = provisioning.start_provisioning(workspace_id)
@@ -143,11 +152,15 @@ def provision_workspace(ctx: JobContext, *, workspace_id: int) -> None:
 
 @job(job_types.MARK_WORKSPACE_READY, queue="ingestion", attempts=2, timeout=60, dedupe=WORKSPACE, atomic=True)
 def mark_workspace_ready(ctx: JobContext, *, workspace_id: int) -> None:
+    from workspaces.services import provisioning
+
     provisioning.mark_ready(workspace_id, progress=ctx.progress)
 
 
 @job(job_types.BUILD_CAPSULES, queue="ingestion", attempts=2, timeout=900, dedupe=REPOSITORY)
 def build_capsules(ctx: JobContext, *, repository_id: int) -> None:
+    from workspaces.services import capsules
+
     # As a workflow's step it adds one capsule.build step per pull request; alone, it
     # builds them itself.
     add_steps = ctx.add_steps if ctx.step_id is not None else None
@@ -163,6 +176,8 @@ def build_capsules(ctx: JobContext, *, repository_id: int) -> None:
     atomic=True,
 )
 def build_capsule(ctx: JobContext, *, pull_request_id: int) -> None:
+    from workspaces.services import capsules
+
     capsules.build_capsule(pull_request_id)
 
 
@@ -174,6 +189,8 @@ def build_capsule(ctx: JobContext, *, pull_request_id: int) -> None:
     dedupe="organization:{organization_id}",
 )
 def purge_retained_bodies(ctx: JobContext, *, organization_id: int | None = None) -> None:
+    from workspaces.services import retention
+
     retention.purge_expired(organization_id, progress=ctx.progress)
 
 
@@ -186,15 +203,21 @@ def purge_retained_bodies(ctx: JobContext, *, organization_id: int | None = None
 
 @periodic("reconcile", every=900)
 def reconcile_work_connections() -> str:
+    from workspaces.services import reconcile
+
     return f"{reconcile.enqueue_due_syncs()} syncs queued"
 
 
 @periodic("trial_sweep", every=3600)
 def remind_trials_ending() -> str:
+    from workspaces.services import trials
+
     return f"{trials.send_trial_reminders()} trial reminders sent"
 
 
 @periodic("sweep", every=300)
 def prune_webhook_deliveries() -> str:
+    from workspaces.webhooks import deliveries, tokens
+
     tokens.prune()  # expired tokens verify no more: nothing to bind
     return f"{deliveries.prune()} webhook deliveries pruned"
