@@ -10,8 +10,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from workspaces import credentials
-
 
 @register(Tags.security, deploy=True)
 def credentials_keys(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
@@ -26,6 +24,8 @@ def credentials_keys(app_configs: object = None, **kwargs: object) -> list[Check
                 id="workspaces.W001",
             )
         ]
+    from workspaces import credentials  # its cryptography only when checking: not a worker's start
+
     problem = credentials.key_problem()
     if problem:
         return [

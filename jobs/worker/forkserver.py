@@ -56,6 +56,7 @@ def start() -> bool:
         # any that is costs a reconnect.
         connections.close_all()
         resource_tracker.ensure_running()  # before the fork: children share the tracker
+        _import_what_children_run()
         with socket.socket(socket.AF_UNIX) as listener:
             address = connection.arbitrary_address("AF_UNIX")  # type: ignore[attr-defined]
             listener.bind(address)
@@ -75,6 +76,15 @@ def start() -> bool:
         server._forkserver_alive_fd = alive_w
         server._forkserver_pid = pid
     return True
+
+
+def _import_what_children_run() -> None:
+    """The modules every child imports as it starts (its main function, and what unpickling
+    its arguments needs), imported once before the fork rather than in each child."""
+    import multiprocessing.popen_forkserver  # noqa: F401
+    import multiprocessing.sharedctypes  # noqa: F401
+
+    from jobs.worker import child  # noqa: F401
 
 
 def _serve(listener_fd: int, alive_r: int, alive_w: int) -> None:
