@@ -21,6 +21,7 @@ child). Should the forkserver die, that is also how it comes back.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -95,6 +96,9 @@ def _serve(listener_fd: int, alive_r: int, alive_w: int) -> None:
         os.close(alive_w)
         # As jobs.worker.preload does for a spawned forkserver: the supervisor owns shutdown.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # What the supervisor built lives on in every child: their collections skip it, and
+        # so do not write to the pages a child shares with this process.
+        gc.freeze()
         forkserver.main(listener_fd, alive_r, [])
         code = 0
     except SystemExit as exit_:
