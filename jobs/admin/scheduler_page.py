@@ -90,6 +90,10 @@ def _replace(site: admin.AdminSite, model: Any, prefix: str, attrs: dict[str, An
 def adapt_django_q_admin(site: admin.AdminSite = admin.site) -> None:
     if not apps.is_installed("django_q"):
         return
+    # django-q2's own pages first, whoever imports this module first: the URLconf's
+    # discovery imports them before ours, but a module that imports the engine's admin
+    # earlier (a test, a script) would otherwise find nothing to adapt yet.
+    import django_q.admin  # noqa: F401
     from django_q.models import Failure, OrmQ, Schedule, Success
 
     _replace(site, Schedule, "Timer", {}, TimerSchedulePage)

@@ -14,7 +14,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from jobs.models import Job
-from tests.support.admin_walk import one_of_each, row_for
+from tests.support.admin_walk import one_of_each, registered, row_for
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ def _counts() -> dict[str, int]:
 
 def test_every_admin_action__declares_a_permission_beyond_viewing() -> None:
     undeclared = []
-    for model, model_admin in admin.site._registry.items():
+    for model, model_admin in registered().items():
         for name, func in _declared_actions(model_admin).items():
             needs = set(getattr(func, "allowed_permissions", ()))
             if not needs or needs <= {"view"}:
@@ -65,7 +65,7 @@ def test_view_only_user__is_offered_no_action_and_a_posted_one_runs_nothing() ->
     before = _counts()
 
     offered, walked = {}, 0
-    for model, model_admin in admin.site._registry.items():
+    for model, model_admin in registered().items():
         url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
         request = RequestFactory().get(url)
         request.user = viewer

@@ -168,9 +168,16 @@ def row_for(model: type[models.Model], rows: dict[type[models.Model], Any]) -> m
     raise AssertionError(f"The admin walk has no row of {model._meta.label}: add one to one_of_each().")
 
 
+def registered() -> dict[type[models.Model], admin.ModelAdmin]:
+    """Every registered model and its page, as a web process has them: the URLconf
+    discovers the admin modules (config/apps.py), which a test may not have imported yet."""
+    admin.autodiscover()
+    return admin.site._registry
+
+
 def pages(rows: dict[type[models.Model], Any], request: Any) -> Iterator[Page]:
     """List, add (when offered to ``request``'s user) and change page of every registered model."""
-    for model, model_admin in admin.site._registry.items():
+    for model, model_admin in registered().items():
         info = model._meta.app_label, model._meta.model_name
         label = model._meta.label
         yield Page(label, "list", reverse("admin:{}_{}_changelist".format(*info)))

@@ -1,0 +1,186 @@
+"""What a worker loads as it starts, seen from real processes (tests/support/start_up.py):
+every job type the platform declares, and neither the admin's pages, nor the domains'
+services, nor the client libraries only those import; the admin still discovered where a
+web process and the system checks need it; the garbage collector paused until Django is set
+up, then on again with start-up's objects frozen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.slow  # each test starts a process
+
+#: Imported by a worker that has run nothing yet, these would be start-up time for nothing:
+#: admin pages (the URLconf discovers them), the services behind the domains' jobs (each job
+#: imports its own when it runs) and the libraries only those use.
+NOT_AT_START_UP = (
+    "jobs.admin",
+    "pipeline.admin",
+    "pipeline.index_admin",
+    "workspaces.admin",
+    "django_q.admin",
+    "pipeline.process",
+    "pipeline.indexing",
+    "pipeline.sweeper",
+    "pipeline.vector_store",
+    "workspaces.services.ingest",
+    "workspaces.services.analysis",
+    "workspaces.services.pull_requests",
+    "workspaces.webhooks.tokens",
+    "workspaces.credentials",
+    "language_models.bedrock",
+    "language_models.openai_compatible",
+    "httpx",
+    "jwt",
+    "cryptography",
+    "boto3",
+    "botocore",
+    "qdrant_client",
+    "opentelemetry",
+    "playwright",
+)
+
+
+def report(mode: str, tmp_path: Path, env: dict[str, str]) -> dict:
+    path = tmp_path / f"{mode}.json"
+    subprocess.run(
+        [sys.executable, "-c", "from tests.support.start_up import main; main()", mode, str(path)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(path.read_text())
+
+
+def run_python(code: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+def test_worker__registers_every_job_type_the_platform_declares_as_a_process_that_imports_everything(
+    worker_env, tmp_path
+):
+    from pipeline import job_types as pipeline_types
+    from workspaces import job_types as workspace_types
+
+    worker = report("worker", tmp_path, worker_env)["types"]
+    everything = report("eager", tmp_path, worker_env)["types"]
+
+    assert worker == everything  # the same names, each with the same declaration
+    named = {
+        value
+        for module in (pipeline_types, workspace_types)
+        for name, value in vars(module).items()
+        if name.isupper() and isinstance(value, str)
+    }
+    assert named <= set(worker)
+
+
+def test_worker__imports_no_admin_page_no_domain_service_and_no_client_library(worker_env, tmp_path):
+    modules = set(report("worker", tmp_path, worker_env)["modules"])
+
+    assert {"pipeline.tasks", "workspaces.tasks", "jobs.worker.supervisor"} <= modules
+    loaded = sorted(
+        module
+        for module in modules
+        if any(module == name or module.startswith(f"{name}.") for name in NOT_AT_START_UP)
+    )
+    assert loaded == []
+
+
+def test_system_checks__discover_the_admin_and_check_every_registered_page(worker_env):
+    """``manage.py check`` (and runserver, migrate) run the admin's checks on every page."""
+    out = run_python(
+        "import sys, django; django.setup()\n"
+        "from django.contrib import admin\n"
+        "from django.core import checks\n"
+        "before = 'jobs.admin' in sys.modules\n"
+        "errors = checks.run_checks(tags=[checks.Tags.admin])\n"
+        "from jobs.models import Job\n"
+        "from django_q.models import Schedule\n"
+        "from pipeline.models import EmailMessage\n"
+        "print(before, [admin.site.is_registered(m) for m in (Job, Schedule, EmailMessage)], errors)",
+        worker_env,
+    )
+    assert out == "False [True, True, True] []"
+
+
+def test_system_checks__report_a_broken_admin_page_that_only_discovery_imports(worker_env):
+    out = run_python(
+        "import django; django.setup()\n"
+        "from django.core import checks\n"
+        "import pipeline.admin as pages\n"  # discovery imports it again: nothing more
+        "pages.EmailMessageAdmin.list_display = ('no_such_field',)\n"
+        "print(sorted({error.id for error in checks.run_checks(tags=[checks.Tags.admin])}))",
+        worker_env,
+    )
+    assert out == "['admin.E108']"
+
+
+@pytest.mark.parametrize("entry_point", ["config.wsgi", "config.asgi"])
+def test_web_entry_points__discover_the_admin_and_django_q2s_lists_before_the_first_request(
+    worker_env, entry_point
+):
+    out = run_python(
+        f"import {entry_point}, sys\n"
+        "from django.contrib import admin\n"
+        "from django_q.models import Failure, OrmQ, Schedule, Success\n"
+        "from jobs.models import Job\n"
+        "print([type(admin.site._registry[m]).__name__ for m in (Schedule, Success, Failure, OrmQ, Job)])",
+        worker_env,
+    )
+    assert out == str(
+        [
+            "TimerScheduleAdmin",
+            "SchedulerTaskAdmin",
+            "SchedulerFailAdmin",
+            "SchedulerQueueAdmin",
+            "JobAdmin",
+        ]
+    )
+
+
+def test_manage_py__sets_django_up_without_the_collector_then_turns_it_on_with_start_up_frozen(worker_env):
+    out = run_python(
+        "import gc, runpy, sys\n"
+        "import django\n"
+        "seen = []\n"
+        "from django.apps import AppConfig\n"
+        "ready = AppConfig.ready\n"
+        "AppConfig.ready = lambda self: (seen.append(gc.isenabled()), ready(self))[1]\n"
+        "sys.argv = ['manage.py', 'shell', '-c', 'import gc; print(gc.isenabled(), gc.get_freeze_count() > 10000)']\n"
+        "runpy.run_path('manage.py', run_name='__main__')\n"
+        "print(set(seen))",
+        worker_env,
+    )
+    assert out.splitlines()[-2:] == ["True True", "{False}"]
+
+
+def test_engine_admin_imported_before_discovery__still_adapts_django_q2s_lists(worker_env):
+    """A module (a test, a script) may import the engine's admin before the URLconf does."""
+    out = run_python(
+        "import django; django.setup()\n"
+        "import jobs.admin\n"
+        "from django.contrib import admin\n"
+        "admin.autodiscover()\n"
+        "from django_q.models import Schedule, Success\n"
+        "print([type(admin.site._registry[m]).__name__ for m in (Schedule, Success)])",
+        worker_env,
+    )
+    assert out == "['TimerScheduleAdmin', 'SchedulerTaskAdmin']"
