@@ -17,6 +17,12 @@ its own ``ensure_running`` does, on the Python versions whose layout it knows (3
 as usual on the first child, with the same preload; so it does when a thread is running
 already (one the settings started could hold a lock at the fork, locked for good in every
 child). Should the forkserver die, that is also how it comes back.
+
+The resource tracker (``multiprocessing.resource_tracker``, which the children share) is
+forked the same way just before, rather than started as a new interpreter; should it die,
+``multiprocessing`` starts a new one its own way. Before its fork the forkserver imports the
+modules every child runs (so no child imports anything as it starts) and freezes what it
+inherited (``gc.freeze``), so the children's collections skip it.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ def start() -> bool:
         # No socket of the supervisor's may reach a child: none is open yet, and closing
         # any that is costs a reconnect.
         connections.close_all()
-        resource_tracker.ensure_running()  # before the fork: children share the tracker
+        _start_resource_tracker()  # before the fork: children share the tracker
         _import_what_children_run()
         with socket.socket(socket.AF_UNIX) as listener:
             address = connection.arbitrary_address("AF_UNIX")  # type: ignore[attr-defined]
@@ -77,6 +83,35 @@ def start() -> bool:
         server._forkserver_alive_fd = alive_w
         server._forkserver_pid = pid
     return True
+
+
+def _start_resource_tracker() -> None:
+    """``multiprocessing``'s resource tracker (which removes what the children's semaphores
+    leave behind), forked from this process as the forkserver is, unless one runs already:
+    ``ensure_running`` starts a new interpreter, some 50 ms of CPU that on two cores the
+    worker's own start-up and the other workers' wait for."""
+    tracker: Any = resource_tracker._resource_tracker  # private fields, typed nowhere
+    if not all(hasattr(tracker, field) for field in ("_lock", "_fd", "_pid")):
+        resource_tracker.ensure_running()
+        return
+    with tracker._lock:
+        if tracker._fd is not None:
+            return
+        read_end, write_end = os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(write_end)
+                resource_tracker.main(read_end)  # until every write end is closed
+                code = 0
+            finally:
+                os._exit(code)  # never the supervisor's finally blocks or atexit hooks
+        os.close(read_end)
+        tracker._fd = write_end
+        tracker._pid = pid
 
 
 def _import_what_children_run() -> None:

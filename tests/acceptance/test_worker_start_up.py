@@ -7,13 +7,16 @@ up, then on again with start-up's objects frozen."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from jobs.models import Worker
 from tests.support.paths import ROOT
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # each test starts a process
 
@@ -184,3 +187,26 @@ def test_engine_admin_imported_before_discovery__still_adapts_django_q2s_lists(w
         worker_env,
     )
     assert out == "['TimerScheduleAdmin', 'SchedulerTaskAdmin']"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker__forks_its_forkserver_and_resource_tracker_starting_no_new_interpreter(start_worker):
+    """Every process a worker starts is a fork of it: the same command line, none running
+    ``multiprocessing``'s own ``-c`` start of a forkserver or a resource tracker."""
+    worker = start_worker("--concurrency", "2", "--name", "forks")
+    wait_for(lambda: Worker.objects.filter(name="forks", stopped_at=None).exists(), timeout=60)
+
+    def descendants(pid: int) -> list[int]:
+        found = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == pid]
+        return found + [grandchild for child in found for grandchild in descendants(child)]
+
+    wait_for(lambda: len(descendants(worker.pid)) == 4, timeout=30)  # tracker, forkserver, 2 children
+    own = Path(f"/proc/{worker.pid}/cmdline").read_bytes()
+    assert {Path(f"/proc/{pid}/cmdline").read_bytes() for pid in descendants(worker.pid)} == {own}
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
