@@ -120,7 +120,24 @@ def main() -> None:
             + summary(first, "s", 3)
             + "  (plain runworker, median of 3 each)"
         )
-        print("runworker --burst, one job:    " + summary(burst, "s", 3) + "  (launch to exit)")
+        print(
+            "runworker --burst, one job:    "
+            + summary([wall for wall, _ in burst], "s", 3)
+            + "  (launch to exit)"
+        )
+        print(
+            "  its CPU:                     "
+            + summary([cpu for _, cpu in burst], "s", 3)
+            + "  (every process of the worker)"
+        )
+        memory = engine.process_memory()
+        print(
+            "private memory after 1,000 no-ops: "
+            + ", ".join(
+                f"{role} {' / '.join(f'{kib / 1024:.1f}' for kib in sizes)} MiB"
+                for role, sizes in memory.items()
+            )
+        )
     if "atomic" in wanted:
         # Each pair in one sitting: the ratio is the figure, the machine is shared.
         pairs = [

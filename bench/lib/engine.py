@@ -19,7 +19,7 @@ from django.db import connection, transaction
 
 import jobs
 from bench.lib.fill import analyze, flags_jobs_due_later, history, wipe
-from bench.lib.processes import Pool, cpu_seconds, rss_kib
+from bench.lib.processes import Pool, cpu_seconds, private_kib, process_children, rss_kib
 from bench.lib.project import ROOT
 from bench.lib.waiting import wait_until
 from tests.support.tcp_proxy import TcpProxy
@@ -284,22 +284,54 @@ def start_up(samples: int = 3, through_tasks: bool = False) -> float:
     return measure(lambda: launch(1), enqueue, samples)
 
 
-def burst_exit(samples: int = 3) -> float:
-    """Seconds a ``runworker --burst`` takes from its launch to its exit with one no-op job
-    due: start-up, the job, and stopping."""
+def burst_exit(samples: int = 3) -> tuple[float, float]:
+    """A ``runworker --burst`` with one no-op job due, from its launch to its exit (start-up,
+    the job, and stopping): seconds, and the CPU seconds its processes used (what two
+    workers starting at once on two cores compete for), medians of ``samples``."""
+    import resource
     import statistics
 
-    figures = []
+    def children_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the processes waited for
+        return usage.ru_utime + usage.ru_stime
+
+    figures, cpu = [], []
     for _ in range(samples):
         reset()
         jobs.enqueue(NOOP, {})
-        start = time.perf_counter()
+        start, used = time.perf_counter(), children_cpu()
         with launch(1, "--burst") as pool:
             pool.processes[0].wait(timeout=120)
             figures.append(time.perf_counter() - start)
+        cpu.append(children_cpu() - used)
         if scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded' AND type = %s", [NOOP]) != 1:
             raise SystemExit("runworker --burst did not run its job.")
-    return statistics.median(figures)
+    return statistics.median(figures), statistics.median(cpu)
+
+
+def process_memory(jobs_run: int = 1000) -> dict[str, list[int]]:
+    """What each process of one plain ``runworker`` (2 children) holds of its own after
+    ``jobs_run`` no-ops: private memory (KiB, what it does not share with the others), by
+    role: the supervisor, the forkserver and each child."""
+    reset()
+    pool = Workers(1)
+    try:
+        jobs.enqueue_many(NOOP, ({} for _ in range(jobs_run)))
+        wait_until(
+            lambda: scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded'") == jobs_run,
+            120,
+            f"{jobs_run:,} jobs",
+        )
+        supervisor = pool.pids()[0]
+        roles: dict[str, list[int]] = {"supervisor": [private_kib(supervisor)], "forkserver": [], "child": []}
+        for pid in process_children(supervisor):
+            grandchildren = process_children(pid)
+            if grandchildren:  # the forkserver; the resource tracker has none
+                roles["forkserver"].append(private_kib(pid))
+                roles["child"].extend(private_kib(child) for child in grandchildren)
+    finally:
+        pool.stop()
+    return roles
 
 
 def _stamps(path: str) -> list[float]:

@@ -34,6 +34,23 @@ def process_tree(root: int) -> list[int]:
     return found
 
 
+def process_children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and _parent_of(int(entry)) == pid]
+
+
+def private_kib(pid: int) -> int:
+    """Memory only this process maps (``Private_Clean`` + ``Private_Dirty``, KiB): what a
+    forked process costs beyond the pages it still shares; 0 for a process gone."""
+    try:
+        lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+    except OSError:
+        return 0
+    return sum(
+        int(line.split()[1]) for line in lines if line.startswith(("Private_Clean:", "Private_Dirty:"))
+    )
+
+
 def status_kib(pid: int, field: str) -> int:
     """A ``/proc/PID/status`` figure in KiB (``VmRSS``, ``VmHWM``); 0 for a process gone."""
     try:
