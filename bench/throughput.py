@@ -122,13 +122,18 @@ def main() -> None:
         )
         print(
             "runworker --burst, one job:    "
-            + summary([wall for wall, _ in burst], "s", 3)
+            + summary([run[0] for run in burst], "s", 3)
             + "  (launch to exit)"
         )
         print(
             "  its CPU:                     "
-            + summary([cpu for _, cpu in burst], "s", 3)
-            + "  (every process of the worker)"
+            + summary([run[1] for run in burst], "s", 3)
+            + "  (the worker's processes)"
+        )
+        print(
+            "  launch to its first claim:   "
+            + summary([run[2] for run in burst], "s", 3)
+            + "  (the job's started_at)"
         )
         memory = engine.process_memory()
         print(

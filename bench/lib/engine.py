@@ -284,10 +284,12 @@ def start_up(samples: int = 3, through_tasks: bool = False) -> float:
     return measure(lambda: launch(1), enqueue, samples)
 
 
-def burst_exit(samples: int = 3) -> tuple[float, float]:
+def burst_exit(samples: int = 3) -> tuple[float, float, float]:
     """A ``runworker --burst`` with one no-op job due, from its launch to its exit (start-up,
-    the job, and stopping): seconds, and the CPU seconds its processes used (what two
-    workers starting at once on two cores compete for), medians of ``samples``."""
+    the job, and stopping): seconds; the CPU seconds its processes used (what two workers
+    starting at once on two cores compete for); and seconds from the launch to its first
+    claim (the job's ``started_at``, set by the claim's statement, on the database server's
+    clock, the same machine's). Medians of ``samples``."""
     import resource
     import statistics
 
@@ -295,18 +297,27 @@ def burst_exit(samples: int = 3) -> tuple[float, float]:
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the processes waited for
         return usage.ru_utime + usage.ru_stime
 
-    figures, cpu = [], []
+    figures, cpu, claims = [], [], []
     for _ in range(samples):
         reset()
-        jobs.enqueue(NOOP, {})
-        start, used = time.perf_counter(), children_cpu()
+        job_id = jobs.enqueue(NOOP, {}).pk
+        launched, start, used = time.time(), time.perf_counter(), children_cpu()
         with launch(1, "--burst") as pool:
             pool.processes[0].wait(timeout=120)
             figures.append(time.perf_counter() - start)
         cpu.append(children_cpu() - used)
+        claims.append(started_epoch(job_id) - launched)
         if scalar("SELECT count(*) FROM jobs_job WHERE status = 'succeeded' AND type = %s", [NOOP]) != 1:
             raise SystemExit("runworker --burst did not run its job.")
-    return statistics.median(figures), statistics.median(cpu)
+    return statistics.median(figures), statistics.median(cpu), statistics.median(claims)
+
+
+def started_epoch(job_id: int) -> float:
+    """When a job was claimed, in seconds since the epoch."""
+    from jobs.models import Job
+
+    started = Job.objects.values_list("started_at", flat=True).get(pk=job_id)
+    return started.timestamp()
 
 
 def process_memory(jobs_run: int = 1000) -> dict[str, list[int]]:
