@@ -122,6 +122,8 @@ class StepRow(NamedTuple):
     priority: int
     payload: str
     dedupe_key: str | None
+    concurrency_key: str | None
+    rate_key: str | None
     max_attempts: int
     delay: float | None
     results_as: str
