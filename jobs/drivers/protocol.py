@@ -122,14 +122,15 @@ class StepRow(NamedTuple):
     priority: int
     payload: str
     dedupe_key: str | None
-    concurrency_key: str | None
-    rate_key: str | None
     max_attempts: int
     delay: float | None
     results_as: str
     status: str
     pending: int
     depth: int
+    # Its job's flow-control keys (``jobs.flow.limits``), copied onto the job at release.
+    concurrency_key: str | None = None
+    rate_key: str | None = None
 
 
 class TaskRow(NamedTuple):

@@ -800,6 +800,36 @@ def test_every_release__copies_the_workflows_trace_context_into_its_jobs(drv):
 
 
 @conformance
+def test_every_release__copies_the_steps_limit_keys_into_its_jobs(drv):
+    # 0 → 1, and 2 held by its dedupe key: each verb that releases a step inserts its job.
+    keys = {"concurrency_key": "account:1", "rate_key": "host:example.org"}
+    rows = [
+        _step_row(0)._replace(**keys),
+        _step_row(1, pending=1)._replace(**keys),
+        _step_row(2, key="thing:7")._replace(concurrency_key="account:2"),
+    ]
+    ids = _workflow(drv, rows, [(0, 1)])
+    _insert(drv, type="test.keyed", payload={"thing_id": 7}, dedupe_key="thing:7")
+
+    drv.release_workflow(WorkflowStep.objects.get(pk=ids[0]).workflow_id)
+    drv.release_successors(ids[0])
+    Job.objects.filter(dedupe_key="thing:7", step__isnull=True).update(status=Status.SUCCEEDED)
+    assert drv.release_steps([ids[2]]) == 1
+
+    carried = {
+        step_id: (concurrency_key, rate_key)
+        for step_id, concurrency_key, rate_key in Job.objects.filter(step__isnull=False).values_list(
+            "step_id", "concurrency_key", "rate_key"
+        )
+    }
+    assert carried == {
+        ids[0]: ("account:1", "host:example.org"),
+        ids[1]: ("account:1", "host:example.org"),
+        ids[2]: ("account:2", None),
+    }
+
+
+@conformance
 def test_cancel_below_and_restore_below__reach_every_waiting_step_however_far(drv):
     # 0 → 1 → 2 → 3, and 4 beside them
     rows = [_step_row(0), *(_step_row(n, pending=1) for n in (1, 2, 3)), _step_row(4)]
