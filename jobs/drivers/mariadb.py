@@ -451,8 +451,15 @@ def step_lock_key(name: str) -> int:
     return zlib.crc32(name.encode())
 
 
+# ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT: InnoDB rolled the transaction (or the statement) back.
+CONFLICT_CODES = frozenset({1213, 1205})
+
+
 class MariaDBDriver(OrmDriver):
     vendor = "mysql"
+
+    def is_conflict(self, error: BaseException) -> bool:
+        return bool(error.args) and error.args[0] in CONFLICT_CODES
 
     # The rollup's upsert (``add_to_rollup``) in MariaDB's words.
     ADD_TO_ROLLUP = """

@@ -183,6 +183,9 @@ class OrmDriver:
     def connection(self) -> BaseDatabaseWrapper:
         return connections[self.alias]
 
+    def is_conflict(self, error: BaseException) -> bool:
+        return False  # not known on a database without a driver of its own: an outage
+
     def jobs(self) -> QuerySet[Job]:
         return Job.objects.using(self.alias)
 

@@ -618,9 +618,16 @@ def _running(rows: list[tuple[Any, ...]]) -> Running:
     return Running(now, by_key, by_queue)
 
 
+# deadlock_detected, serialization_failure, lock_not_available (a lock_timeout ran out).
+CONFLICT_STATES = frozenset({"40P01", "40001", "55P03"})
+
+
 class PostgresDriver(OrmDriver):
     vendor = "postgresql"
     listens = True
+
+    def is_conflict(self, error: BaseException) -> bool:
+        return getattr(error.__cause__, "sqlstate", None) in CONFLICT_STATES
 
     def execute_prepared(self, statement: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Run a hot-path statement as a server-side prepared statement, through Django's

@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -595,6 +595,35 @@ def test_prune__deletes_finished_jobs_past_the_cutoff_and_keeps_the_failed_list(
     cutoff = now - timedelta(days=14)
     assert drv.prune(cutoff, cutoff, batch_size=2) == 3
     assert sorted(_rows(drv).values_list("pk", flat=True)) == sorted([failed, recent, queued])
+
+
+@conformance
+def test_is_conflict__a_deadlock_between_two_sessions_is_one_and_a_lost_connection_is_not(drv):
+    """Two sessions lock two rows in opposite orders: the database rolls one back, and the
+    driver calls that error a conflict (the worker tries again at once, see
+    ``jobs.worker.guard``); an error of a database that cannot be reached is not one."""
+    if not _locks_rows(drv):
+        pytest.skip("SQLite locks the whole database: two sessions cannot deadlock on rows")
+    first_id, second_id = _insert(drv).pk, _insert(drv).pk
+    holding = {"first": threading.Event(), "second": threading.Event()}
+
+    def lock_in_turn(mine: str, other: str, order: tuple[int, int]) -> BaseException | None:
+        try:
+            with transaction.atomic(using=drv.alias):
+                _rows(drv).select_for_update().get(pk=order[0])
+                holding[mine].set()
+                wait_for(holding[other].is_set, timeout=60, message=f"the {other} session's lock")
+                _rows(drv).select_for_update().get(pk=order[1])
+        except OperationalError as exc:
+            return exc
+        return None
+
+    join_first = _in_thread(drv.alias, lambda: lock_in_turn("first", "second", (first_id, second_id)))
+    join_second = _in_thread(drv.alias, lambda: lock_in_turn("second", "first", (second_id, first_id)))
+    errors = [error for error in (join_first(), join_second()) if error is not None]
+    assert len(errors) == 1, errors  # the database chose one to roll back; the other went on
+    assert drv.is_conflict(errors[0]), errors[0]
+    assert not drv.is_conflict(OperationalError("connection refused\nIs the server running?"))
 
 
 # --- wake-up --------------------------------------------------------------------------------
