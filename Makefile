@@ -5,13 +5,17 @@ PY := $(VENV)/bin/python
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/jobplatform
 MARIADB_DSN ?= mysql://root@127.0.0.1:3306/jobplatform
 # The suite's second pass, on MariaDB: the engine, its workers and the domains that run on
-# it (the browser, deployment and model-provider tests do not depend on the database). Of
-# the slow tests, those of the engine and the pipeline; the slow ones of django.tasks and
-# the workspaces drive real workers, git and HTTP stand-ins whose database side the others
-# already cover (`make test-mariadb MARIADB_SLOW_TESTS="tests/tasks_backend tests/workspaces"`
-# runs them there too). The demo and SQLite tests use SQLite whatever DATABASE_URL says.
+# it (the deployment and model-provider tests do not depend on the database, nor do the
+# browser tests that only read pages). Of the slow tests, those of the engine and the
+# pipeline, and the browser tests of the pages that change the database (the Timers,
+# flow-control and Workflows pages: pause, resume, run now, limits, retry, cancel); the
+# slow ones of django.tasks and the workspaces drive real workers, git and HTTP stand-ins
+# whose database side the others already cover (`make test-mariadb
+# MARIADB_SLOW_TESTS="tests/tasks_backend tests/workspaces"` runs them there too). The demo
+# and SQLite tests use SQLite whatever DATABASE_URL says.
 MARIADB_TESTS ?= tests/unit tests/integration tests/acceptance tests/pipeline tests/tasks_backend tests/workspaces
-MARIADB_SLOW_TESTS ?= tests/integration tests/acceptance tests/pipeline
+MARIADB_SLOW_TESTS ?= tests/integration tests/acceptance tests/pipeline \
+	tests/browser/test_timers_page.py tests/browser/test_flow_page.py tests/browser/test_workflows_page.py
 MARIADB_SKIP := --ignore=tests/acceptance/test_atomic_sqlite.py --ignore=tests/pipeline/test_demo.py
 
 # Django 6.1 needs Python 3.12 or newer: the first one found wins.
@@ -112,7 +116,7 @@ test: venv-dev venv-mariadb postgres mariadb chromium pgbouncer
 	DATABASE_URL=$(PG_DSN) TEST_RESTART_POSTGRES=1 $(PY) -m pytest -m serial $(PYTEST_ARGS) $(SERIAL_NONE_OK)
 	$(MAKE) --no-print-directory test-mariadb
 
-test-mariadb: venv-dev venv-mariadb mariadb
+test-mariadb: venv-dev venv-mariadb mariadb chromium
 	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest -m "not slow" $(XDIST) $(MARIADB_TESTS) $(PYTEST_ARGS)
 	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest -m "slow and not serial" $(XDIST) $(MARIADB_SLOW_TESTS) $(MARIADB_SKIP) $(PYTEST_ARGS)
 	DATABASE_URL=$(MARIADB_DSN) $(PY) -m pytest -m serial $(MARIADB_SLOW_TESTS) $(MARIADB_SKIP) $(PYTEST_ARGS) $(SERIAL_NONE_OK)

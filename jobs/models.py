@@ -567,6 +567,10 @@ class WorkflowStep(models.Model):
     priority = models.SmallIntegerField(default=Priority.NORMAL)
     payload = models.JSONField(default=dict, blank=True)
     dedupe_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    # Its job's flow-control keys, rendered as enqueue renders them (``jobs.flow.limits``):
+    # the claim holds a step's job to its type's limits as any job.
+    concurrency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    rate_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     max_attempts = models.PositiveSmallIntegerField(default=3)
     delay = models.FloatField(null=True, blank=True, help_text="Seconds from its release to its run.")
     # The keyword its handler gets the upstream results under ("" for ``ctx`` only).

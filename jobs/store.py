@@ -121,7 +121,7 @@ def enqueue(
     payload_text = validation.payload_text(payload)
     dedupe_key = _dedupe_key(job_type, payload, validation.dedupe_key(dedupe_key))
     run_at = validation.run_at(run_at)
-    concurrency_key, rate_key = _limit_keys(job_type, payload)
+    concurrency_key, rate_key = validation.limit_keys(job_type, payload)
     fields: dict[str, Any] = {
         "type": job_type.name,
         "queue": job_type.queue,
@@ -191,14 +191,6 @@ def _dedupe_key(job_type: registry.JobType, payload: dict[str, Any], given: str 
     return validation.dedupe_key(key, error=InvalidPayload)
 
 
-def _limit_keys(job_type: registry.JobType, payload: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The flow-control keys an enqueue stores (``jobs.flow.limits``), each fitting its column."""
-    if job_type.limits is None:
-        return None, None
-    concurrency_key, rate_key = job_type.limits.keys(job_type.name, payload)
-    return validation.limit_key(concurrency_key), validation.limit_key(rate_key)
-
-
 def _insert_one(fields: dict[str, Any], payload_text: str) -> Job | None:
     """Insert one job; None when an active job already holds its dedupe key."""
     return driver().insert_one(fields, payload_text)
@@ -231,7 +223,7 @@ def enqueue_many(
     for payload in payloads:
         texts.append(validation.payload_text(payload))
         keys.append(_dedupe_key(job_type, payload))
-        limit_keys.append(_limit_keys(job_type, payload))
+        limit_keys.append(validation.limit_keys(job_type, payload))
     if dedupe_keys is not None:
         keys = [validation.dedupe_key(key) for key in dedupe_keys]
         if len(keys) != len(texts):

@@ -16,14 +16,18 @@ other character: refused too.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
 from jobs.conf import jobs_settings
 from jobs.errors import InvalidJobOption, InvalidPayload
 from jobs.models import Job, Priority
+
+if TYPE_CHECKING:
+    from jobs.registry import JobType
 
 #: The dedupe_key column's length.
 DEDUPE_KEY_LENGTH: int = Job._meta.get_field("dedupe_key").max_length or 255
@@ -146,6 +150,15 @@ def limit_key(key: str | None) -> str | None:
         raise InvalidPayload(f"A limit key may be at most {LIMIT_KEY_LENGTH} characters, got {len(key):,}.")
     _check_text(key, "the limit key", InvalidPayload)
     return key
+
+
+def limit_keys(job_type: JobType, payload: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The flow-control keys a job of ``job_type`` stores (``jobs.flow.limits``), enqueued
+    or a workflow step's, each fitting its column."""
+    if job_type.limits is None:
+        return None, None
+    concurrency_key, rate_key = job_type.limits.keys(job_type.name, payload)
+    return limit_key(concurrency_key), limit_key(rate_key)
 
 
 def run_at(moment: object) -> datetime | None:

@@ -333,11 +333,11 @@ INSERT_MANY_CONSTANTS = ("queued", 0, "", "", "", 0)
 _STEP_JOB = """
 INSERT IGNORE INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
                              attempts, max_attempts, created_at, progress_message, error, message,
-                             earlier_attempts, step_id, traceparent)
+                             earlier_attempts, step_id, traceparent, concurrency_key, rate_key)
 SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
        CURRENT_TIMESTAMP(6) + INTERVAL ROUND(COALESCE(s.delay, 0) * 1000000) MICROSECOND,
        COALESCE(s.delay, 0) > 0, 0, s.max_attempts, CURRENT_TIMESTAMP(6), '', '', '', 0, s.id,
-       {traceparent}
+       {traceparent}, s.concurrency_key, s.rate_key
   FROM jobs_workflow_step AS s {join}
  WHERE {condition}
  ORDER BY s.id
@@ -357,9 +357,9 @@ STEPS_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = 
 # primary key). Locks only the new rows.
 INSERT_STEPS = """
 INSERT INTO jobs_workflow_step (workflow_id, position, name, type, queue, priority, payload,
-                                dedupe_key, max_attempts, delay, results_as, status, pending,
-                                depth, message, added_by)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                                dedupe_key, concurrency_key, rate_key, max_attempts, delay,
+                                results_as, status, pending, depth, message, added_by)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 STEP_IDS = "SELECT id, position FROM jobs_workflow_step WHERE workflow_id = %s AND position BETWEEN %s AND %s"
 # The edges between them: one multi-row INSERT.
@@ -451,8 +451,15 @@ def step_lock_key(name: str) -> int:
     return zlib.crc32(name.encode())
 
 
+# ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT: InnoDB rolled the transaction (or the statement) back.
+CONFLICT_CODES = frozenset({1213, 1205})
+
+
 class MariaDBDriver(OrmDriver):
     vendor = "mysql"
+
+    def is_conflict(self, error: BaseException) -> bool:
+        return bool(error.args) and error.args[0] in CONFLICT_CODES
 
     # The rollup's upsert (``add_to_rollup``) in MariaDB's words.
     ADD_TO_ROLLUP = """
@@ -619,8 +626,8 @@ VALUES {values}
                 INSERT_STEPS,
                 [
                     (workflow_id, row.position, row.name, row.type, row.queue, row.priority, row.payload,
-                     row.dedupe_key, row.max_attempts, row.delay, row.results_as, row.status, row.pending,
-                     row.depth, "", added_by)
+                     row.dedupe_key, row.concurrency_key, row.rate_key, row.max_attempts, row.delay,
+                     row.results_as, row.status, row.pending, row.depth, "", added_by)
                     for row in rows
                 ],
             )  # fmt: skip

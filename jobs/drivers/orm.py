@@ -183,6 +183,9 @@ class OrmDriver:
     def connection(self) -> BaseDatabaseWrapper:
         return connections[self.alias]
 
+    def is_conflict(self, error: BaseException) -> bool:
+        return False  # not known on a database without a driver of its own: an outage
+
     def jobs(self) -> QuerySet[Job]:
         return Job.objects.using(self.alias)
 
@@ -534,6 +537,8 @@ SELECT minute, measure, total,
                 priority=row.priority,
                 payload=json.loads(row.payload),
                 dedupe_key=row.dedupe_key,
+                concurrency_key=row.concurrency_key,
+                rate_key=row.rate_key,
                 max_attempts=row.max_attempts,
                 delay=row.delay,
                 results_as=row.results_as,
@@ -588,6 +593,8 @@ SELECT minute, measure, total,
                 "priority",
                 "payload",
                 "dedupe_key",
+                "concurrency_key",
+                "rate_key",
                 "max_attempts",
                 "delay",
                 "workflow__traceparent",  # its workflow's trace context (``jobs.tracing``)
@@ -603,6 +610,8 @@ SELECT minute, measure, total,
                 priority=row["priority"],
                 payload=row["payload"],
                 dedupe_key=row["dedupe_key"],
+                concurrency_key=row["concurrency_key"],
+                rate_key=row["rate_key"],
                 max_attempts=row["max_attempts"],
                 run_at=now + timedelta(seconds=row["delay"] or 0),
                 due_later=bool(row["delay"]),  # waits for a promotion (``promote_due``)

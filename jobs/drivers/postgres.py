@@ -284,11 +284,11 @@ SELECT %(type)s, %(queue)s, %(priority)s, 'queued', item.payload::jsonb, item.de
 _STEP_JOB = """{counted}
 INSERT INTO jobs_job (type, queue, priority, status, payload, dedupe_key, run_at, due_later,
                       attempts, max_attempts, progress_message, error, message, step_id,
-                      traceparent)
+                      traceparent, concurrency_key, rate_key)
 SELECT s.type, s.queue, s.priority, 'queued', s.payload, s.dedupe_key,
        now() + make_interval(secs => COALESCE(s.delay, 0)), COALESCE(s.delay, 0) > 0,
        0, s.max_attempts, '', '', '', s.id,
-       {traceparent}
+       {traceparent}, s.concurrency_key, s.rate_key
   FROM {source} AS s
  WHERE {condition}
  ORDER BY s.id
@@ -308,17 +308,18 @@ STEPS_TRACEPARENT = "(SELECT f.traceparent FROM jobs_workflow AS f WHERE f.id = 
 # new rows.
 INSERT_STEPS = """
 INSERT INTO jobs_workflow_step (workflow_id, position, name, type, queue, priority, payload,
-                                dedupe_key, max_attempts, delay, results_as, status, pending,
-                                depth, message, added_by)
+                                dedupe_key, concurrency_key, rate_key, max_attempts, delay,
+                                results_as, status, pending, depth, message, added_by)
 SELECT %(workflow)s, s.position, s.name, s.type, s.queue, s.priority, s.payload::jsonb,
-       s.dedupe_key, s.max_attempts, s.delay, s.results_as, s.status, s.pending, s.depth, '',
-       %(added_by)s
+       s.dedupe_key, s.concurrency_key, s.rate_key, s.max_attempts, s.delay, s.results_as,
+       s.status, s.pending, s.depth, '', %(added_by)s
   FROM unnest(%(position)s::int[], %(name)s::text[], %(type)s::text[], %(queue)s::text[],
               %(priority)s::int[], %(payload)s::text[], %(dedupe_key)s::text[],
+              %(concurrency_key)s::text[], %(rate_key)s::text[],
               %(max_attempts)s::int[], %(delay)s::float8[], %(results_as)s::text[],
               %(status)s::text[], %(pending)s::int[], %(depth)s::int[])
-       AS s(position, name, type, queue, priority, payload, dedupe_key, max_attempts, delay,
-            results_as, status, pending, depth)
+       AS s(position, name, type, queue, priority, payload, dedupe_key, concurrency_key, rate_key,
+            max_attempts, delay, results_as, status, pending, depth)
 RETURNING id, position
 """
 
@@ -617,9 +618,16 @@ def _running(rows: list[tuple[Any, ...]]) -> Running:
     return Running(now, by_key, by_queue)
 
 
+# deadlock_detected, serialization_failure, lock_not_available (a lock_timeout ran out).
+CONFLICT_STATES = frozenset({"40P01", "40001", "55P03"})
+
+
 class PostgresDriver(OrmDriver):
     vendor = "postgresql"
     listens = True
+
+    def is_conflict(self, error: BaseException) -> bool:
+        return getattr(error.__cause__, "sqlstate", None) in CONFLICT_STATES
 
     def execute_prepared(self, statement: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Run a hot-path statement as a server-side prepared statement, through Django's

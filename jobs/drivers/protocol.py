@@ -128,6 +128,9 @@ class StepRow(NamedTuple):
     status: str
     pending: int
     depth: int
+    # Its job's flow-control keys (``jobs.flow.limits``), copied onto the job at release.
+    concurrency_key: str | None = None
+    rate_key: str | None = None
 
 
 class TaskRow(NamedTuple):
@@ -230,6 +233,12 @@ class Driver(Protocol):
     listens: bool
 
     # --- sessions ---
+
+    def is_conflict(self, error: BaseException) -> bool:
+        """Whether ``error`` is a lock conflict (a deadlock, a lock wait timed out): the
+        database rolled the transaction back and is there, so the work may be tried again
+        at once. Any other error of the database may mean it cannot be reached."""
+        ...
 
     def prepare_session(self, connection: BaseDatabaseWrapper) -> None:
         """Set up a new session of any process (on ``connection_created``)."""

@@ -14,3 +14,7 @@ from jobs.drivers.orm import OrmDriver
 
 class SQLiteDriver(OrmDriver):
     vendor = "sqlite"
+
+    def is_conflict(self, error: BaseException) -> bool:
+        # Another process held the write lock for longer than the busy timeout.
+        return "database is locked" in str(error)

@@ -4,7 +4,9 @@ Every database call of the supervisor goes through ``DatabaseGuard.call``. When 
 database cannot be reached the call returns None instead of raising, the connection is
 dropped, and further calls are skipped for a backoff (doubling from 0.25 s up to 5 s), so
 the supervisor goes on running the jobs it holds and keeps their results in memory. At
-start-up ``start_up`` retries until the worker is registered.
+start-up ``start_up`` retries until the worker is registered. A lock conflict (a deadlock,
+a lock wait timed out: the driver says which errors are) is no outage: the call returns
+None as well, and the next turn tries again at once, on the same connection.
 
 It also keeps the rule for reaping: another worker's job is judged abandoned only once
 this worker has had the database for a full lease (``may_reap``); and it sets up how the
@@ -44,11 +46,13 @@ class DatabaseGuard:
         *,
         on_outage: Callable[[], None] = lambda: None,
         close_connection: Callable[[], None] | None = None,
+        is_conflict: Callable[[BaseException], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.lease = lease  # how long another worker's heartbeat may stay silent (JOBS_WORKER_LEASE)
         self._on_outage = on_outage  # e.g. drop the LISTEN connection too
         self._close_connection = close_connection or close_django_connection
+        self._is_conflict = is_conflict or is_lock_conflict
         self._clock = clock
         self._backoff = 0.0  # 0 while the database answers
         self._retry_at = 0.0  # no database call before this
@@ -70,6 +74,13 @@ class DatabaseGuard:
         try:
             result = fn(*args, **kwargs)
         except OUTAGE_ERRORS as exc:
+            if self._is_conflict(exc):
+                # Rolled back by the database, which is there: no backoff, no reconnect, and
+                # the lease this worker has had the database for goes on.
+                logger.info(
+                    "Database call rolled back by a lock conflict (%s); trying again.", first_line(exc)
+                )
+                return None
             self._backoff = min(max(self._backoff * 2, BACKOFF_FIRST), BACKOFF_MAX)
             self._retry_at = self._clock() + self._backoff
             logger.warning("Database unreachable (%s); retrying in %.2fs.", first_line(exc), self._backoff)
@@ -114,6 +125,10 @@ class DatabaseGuard:
 
     def _lease_starts(self) -> None:
         self._reap_from = self._clock() + self.lease
+
+
+def is_lock_conflict(error: BaseException) -> bool:
+    return for_connection(connection).is_conflict(error)
 
 
 def close_django_connection() -> None:

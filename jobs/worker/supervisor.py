@@ -23,12 +23,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from jobs import registry, rollup, store, tracing, workers
+from jobs import registry, rollup, store, workers
 from jobs.conf import jobs_settings
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
 from jobs.worker import forkserver
+from jobs.worker.claiming import claim_into
 from jobs.worker.endings import Endings
 from jobs.worker.flow import FlowControl, read_notices
 from jobs.worker.guard import OUTAGE_ERRORS, DatabaseGuard, commit_asynchronously, first_line
@@ -383,67 +384,17 @@ class Supervisor:
         return bool(lane.claimable(1, lane.batch_size(self.window), self.max_prefetch)[0])
 
     def _claim(self, lane: Lane, size: int) -> None:
-        """Claim what the lane's idle children can take. With a fair share, a queue at its
-        share is left out, and a claim takes no more of a queue than its share has room
-        for, so filling the idle children may take a claim or two more.
-
-        Paused queues are left out; queues with flow limits (``jobs.worker.flow``) are
-        claimed first, through flow control, the others by the one-statement claim."""
-        want = lane.claim_size(self.window, self.max_prefetch)
-        while want > 0:
-            queues, limit = lane.claimable(want, size, self.max_prefetch)
-            if not queues:
-                return
-            split = self.flow.split(queues)
-            lane.claimed_short(split.out)  # paused, or at a limit of their own: until a wake-up
-            got = 0
-            # Jobs with limits first (a claim of them is throttled), then the others.
-            keyed = [queue for queue in split.mixed if queue not in self.flow.no_keyed]
-            for group, keyed_only in ((split.limited, False), (keyed, True)):
-                if not group or got >= limit:
-                    continue
-                # Jobs near a concurrency limit: no more than the idle children start now.
-                idle = max(0, len(lane.idle) - lane.ready())
-                began = time.time_ns()
-                outcome = self.db.call(self.flow.claim, self.name, group, limit - got, keyed_only, idle)
-                if outcome is None:
-                    return
-                if outcome.jobs:
-                    tracing.record(
-                        "jobs.claim", began, **{"jobs.count": len(outcome.jobs), "jobs.worker": self.name}
-                    )
-                lane.buffer.extend(outcome.jobs)
-                got += len(outcome.jobs)
-                if not keyed_only:
-                    lane.claimed_short(list(outcome.short))
-            unkeyed_mixed = [queue for queue in split.mixed if queue not in self.flow.no_unkeyed]
-            for group, unkeyed in ((split.plain, False), (unkeyed_mixed, True)):
-                if not group or got >= limit:
-                    continue
-                asked = limit - got
-                began = time.time_ns()
-                claimed = self.db.call(store.claim, self.name, group, asked, unkeyed=unkeyed)
-                if claimed is None:
-                    return
-                if claimed:
-                    tracing.record(
-                        "jobs.claim", began, **{"jobs.count": len(claimed), "jobs.worker": self.name}
-                    )
-                lane.buffer.extend(claimed)
-                got += len(claimed)
-                if len(claimed) < asked and unkeyed:
-                    self.flow.no_unkeyed.update(group)
-                elif len(claimed) < asked:
-                    lane.claimed_short(group)  # nothing more is due in these queues
-            # A mixed queue has nothing more to take once both of its claims came back short.
-            lane.claimed_short(
-                [q for q in split.mixed if q in self.flow.no_keyed and q in self.flow.no_unkeyed]
-            )
-            if got:
-                self.burst_rechecked = False
-            if got < limit or not lane.pending:
-                return
-            want -= got
+        claimed = claim_into(
+            lane,
+            size,
+            worker=self.name,
+            db=self.db,
+            flow=self.flow,
+            window=self.window,
+            max_prefetch=self.max_prefetch,
+        )
+        if claimed:
+            self.burst_rechecked = False
 
     def _start(self, child: Child, batch: list[ClaimedJob]) -> None:
         if self.log_jobs:

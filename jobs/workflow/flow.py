@@ -46,6 +46,9 @@ class Step:
     dedupe_key: str | None
     max_attempts: int
     name: str | None = None
+    # Its job's flow-control keys (``jobs.flow.limits``), as enqueue would store them.
+    concurrency_key: str | None = None
+    rate_key: str | None = None
     delay: float | None = None
     results_as: str = ""
 
@@ -104,12 +107,15 @@ def step(
         key = validation.dedupe_key(key, error=InvalidPayload)
     queue = declared.queue
     stored_priority = validation.priority(priority if priority is not None else declared.priority)
+    arguments: Mapping[str, Any] = payload
     if hasattr(job_type, "module_path") and hasattr(job_type, "queue_name"):
         # A django.tasks task: its own queue, and its priority on the stored scale (as the
         # backend enqueues it), unless the step names one.
         queue = job_type.queue_name
         if priority is None:
             stored_priority = -int(job_type.priority)
+        arguments = payload.get("kwargs") or {}  # a task's limit keys name its keyword arguments
+    concurrency_key, rate_key = validation.limit_keys(declared, arguments)
     return Step(
         type=declared.name,
         queue=queue,
@@ -117,6 +123,8 @@ def step(
         payload=payload,
         payload_text=text,
         dedupe_key=key,
+        concurrency_key=concurrency_key,
+        rate_key=rate_key,
         max_attempts=declared.attempts,
         name=_step_name(name),
         delay=_delay(delay),

@@ -111,6 +111,8 @@ def _insert_steps(workflow_id: int, laid: Plan, *, first: int, depth: int, added
             priority=planned.step.priority,
             payload=planned.step.payload_text,
             dedupe_key=planned.step.dedupe_key,
+            concurrency_key=planned.step.concurrency_key,
+            rate_key=planned.step.rate_key,
             max_attempts=planned.step.max_attempts,
             delay=planned.step.delay,
             results_as=planned.step.results_as,

@@ -180,7 +180,9 @@ def test_fleet_stopped_for_five_intervals__catches_up_by_each_timers_policy(star
     worker.stop()
     stopped = {name: Timer.objects.get(name=name).last_slot for name in timers}
     newest = max(stopped.values())
-    wait_for(lambda: datetime.now(UTC) >= newest + timedelta(seconds=5.5), timeout=10, message="5 intervals")
+    # The newest due slot is on time when a worker comes back (JOBS_SCHEDULE_GRACE), so five
+    # missed slots need six to have passed before the restarted worker first looks.
+    wait_for(lambda: datetime.now(UTC) >= newest + timedelta(seconds=6.2), timeout=10, message="6 intervals")
 
     start_worker("--concurrency", "2", env=SCHEDULING)
     first_after = {}

@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -597,6 +597,35 @@ def test_prune__deletes_finished_jobs_past_the_cutoff_and_keeps_the_failed_list(
     assert sorted(_rows(drv).values_list("pk", flat=True)) == sorted([failed, recent, queued])
 
 
+@conformance
+def test_is_conflict__a_deadlock_between_two_sessions_is_one_and_a_lost_connection_is_not(drv):
+    """Two sessions lock two rows in opposite orders: the database rolls one back, and the
+    driver calls that error a conflict (the worker tries again at once, see
+    ``jobs.worker.guard``); an error of a database that cannot be reached is not one."""
+    if not _locks_rows(drv):
+        pytest.skip("SQLite locks the whole database: two sessions cannot deadlock on rows")
+    first_id, second_id = _insert(drv).pk, _insert(drv).pk
+    holding = {"first": threading.Event(), "second": threading.Event()}
+
+    def lock_in_turn(mine: str, other: str, order: tuple[int, int]) -> BaseException | None:
+        try:
+            with transaction.atomic(using=drv.alias):
+                _rows(drv).select_for_update().get(pk=order[0])
+                holding[mine].set()
+                wait_for(holding[other].is_set, timeout=60, message=f"the {other} session's lock")
+                _rows(drv).select_for_update().get(pk=order[1])
+        except OperationalError as exc:
+            return exc
+        return None
+
+    join_first = _in_thread(drv.alias, lambda: lock_in_turn("first", "second", (first_id, second_id)))
+    join_second = _in_thread(drv.alias, lambda: lock_in_turn("second", "first", (second_id, first_id)))
+    errors = [error for error in (join_first(), join_second()) if error is not None]
+    assert len(errors) == 1, errors  # the database chose one to roll back; the other went on
+    assert drv.is_conflict(errors[0]), errors[0]
+    assert not drv.is_conflict(OperationalError("connection refused\nIs the server running?"))
+
+
 # --- wake-up --------------------------------------------------------------------------------
 
 
@@ -796,6 +825,36 @@ def test_every_release__copies_the_workflows_trace_context_into_its_jobs(drv):
         traced[2]: parent,
         plain[0]: None,
         plain[1]: None,
+    }
+
+
+@conformance
+def test_every_release__copies_the_steps_limit_keys_into_its_jobs(drv):
+    # 0 → 1, and 2 held by its dedupe key: each verb that releases a step inserts its job.
+    keys = {"concurrency_key": "account:1", "rate_key": "host:example.org"}
+    rows = [
+        _step_row(0)._replace(**keys),
+        _step_row(1, pending=1)._replace(**keys),
+        _step_row(2, key="thing:7")._replace(concurrency_key="account:2"),
+    ]
+    ids = _workflow(drv, rows, [(0, 1)])
+    _insert(drv, type="test.keyed", payload={"thing_id": 7}, dedupe_key="thing:7")
+
+    drv.release_workflow(WorkflowStep.objects.get(pk=ids[0]).workflow_id)
+    drv.release_successors(ids[0])
+    Job.objects.filter(dedupe_key="thing:7", step__isnull=True).update(status=Status.SUCCEEDED)
+    assert drv.release_steps([ids[2]]) == 1
+
+    carried = {
+        step_id: (concurrency_key, rate_key)
+        for step_id, concurrency_key, rate_key in Job.objects.filter(step__isnull=False).values_list(
+            "step_id", "concurrency_key", "rate_key"
+        )
+    }
+    assert carried == {
+        ids[0]: ("account:1", "host:example.org"),
+        ids[1]: ("account:1", "host:example.org"),
+        ids[2]: ("account:2", None),
     }
 
 

@@ -6,7 +6,7 @@ the statements a release costs, and what ``jobs.start`` refuses."""
 from __future__ import annotations
 
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,9 +15,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import jobs
-from jobs import store, testing
+from jobs import registry, store, testing
 from jobs.errors import InvalidJobOption, InvalidTransition, UnknownJobType
-from jobs.models import Job, Status, Workflow, WorkflowStep
+from jobs.flow import admission
+from jobs.models import Job, Status, Timer, TimerSlot, Workflow, WorkflowStep
+from jobs.timetable import booking
+from jobs.worker.flow import FlowControl
 from tests.jobs_app.models import Execution
 from tests.support.job_states import claim_one, make_silent
 
@@ -311,6 +314,62 @@ def test_a_step_whose_dedupe_key_is_held__waits_for_it_and_is_released_by_the_re
     step_job = job_of(workflow, "keyed")
     assert (step_job.status, step_job.dedupe_key) == (Status.QUEUED, "thing:7")
     testing.drain()
+    workflow.refresh_from_db()
+    assert workflow.status == Workflow.Status.SUCCEEDED
+
+
+def _claim_as_a_worker(worker: str) -> list[store.ClaimedJob]:
+    """What a worker's claim of the default queue takes: "default" holds limited types beside
+    others, so its jobs with limit keys go through flow control, the rest through the plain
+    claim (``jobs.worker.flow``)."""
+    assert FlowControl(1.0).split(["default"]).mixed == ["default"]
+    rules = admission.Rules(queues={}, type_limits=registry.limits_of)
+    flowed = store.claim_flowed(worker, ["default"], 10, rules, keyed_only=True).jobs
+    return flowed + store.claim(worker, ["default"], 10, unkeyed=True)
+
+
+def test_a_steps_type_limit__holds_its_steps_and_the_others_wait_queued_without_an_attempt():
+    members = [jobs.step("test.step_limited", {"value": name}, name=name) for name in ("a", "b", "c")]
+    workflow = jobs.start(jobs.group(members, then=s("after")))  # test.step_limited: concurrency=1
+
+    ran = []
+    for _ in members:
+        (claimed,) = _claim_as_a_worker("w1")  # one at a time, though three are due
+        assert _claim_as_a_worker("w2") == []  # not even by another worker while it runs
+        waiting = Job.objects.filter(step__workflow_id=workflow.pk, status=Status.QUEUED)
+        assert {(job.attempts, job.locked_by) for job in waiting} <= {(0, None)}  # queued, untried
+        ran.append(Job.objects.get(pk=claimed.id).step.name)
+        assert testing.run_claimed(claimed, "w1").status == Status.SUCCEEDED  # its slot frees
+    assert sorted(ran) == ["a", "b", "c"]
+    assert statuses(workflow)["after"] == STEP.RELEASED
+
+    (callback,) = _claim_as_a_worker("w1")  # not limited: released once a, b and c succeeded
+    testing.run_claimed(callback, "w1")
+    workflow.refresh_from_db()
+    assert workflow.status == Workflow.Status.SUCCEEDED
+    assert ran_order() == [*ran, "after"]
+
+
+def test_a_timers_run__starts_a_workflow_whose_steps_then_run_in_order():
+    timer = "test.starts_workflow"  # every minute, installed paused; its run starts three steps
+    t0 = datetime(2027, 1, 5, 12, 0, tzinfo=UTC)
+    Timer.objects.exclude(name=timer).update(enabled=False)  # the tick books this timer alone
+    Timer.objects.filter(name=timer).update(enabled=True, last_slot=t0)  # resumed, t0 booked
+
+    (booked,) = booking.book_due(t0 + timedelta(seconds=61))
+    assert (booked.timer, booked.slot, booked.outcome) == (timer, t0 + timedelta(minutes=1), "enqueued")
+    run = testing.run_job(booked.job_id)  # the slot's run, as a worker's child runs it
+
+    assert run.status == Status.SUCCEEDED
+    (workflow,) = Workflow.objects.all()
+    assert (workflow.name, workflow.dedupe_key) == ("test.timer_flow", "slot:2027-01-05T12:01:00Z")
+    assert statuses(workflow) == {"fetch": STEP.RELEASED, "derive": STEP.WAITING, "publish": STEP.WAITING}
+    slot = TimerSlot.objects.get(timer__name=timer, slot=booked.slot)
+    assert slot.outcome == TimerSlot.Outcome.SUCCEEDED and f"workflow #{workflow.pk}" in slot.result
+
+    drained = testing.drain()
+    assert len(drained.succeeded) == 3 and not drained.failed
+    assert ran_order() == ["fetch", "derive", "publish"]
     workflow.refresh_from_db()
     assert workflow.status == Workflow.Status.SUCCEEDED
 

@@ -413,6 +413,8 @@ def _step(
 
 step_atomic = job("test.step", queue="default", attempts=10, backoff=(0.1,), atomic=True)(_step)
 step_plain = job("test.step_plain", queue="default", attempts=10, backoff=(0.1,))(_step)
+# One at a time across the fleet: a workflow's steps are held to their type's limits.
+step_limited = job("test.step_limited", queue="default", attempts=10, backoff=(0.1,), concurrency=1)(_step)
 
 
 def step_of(value: str) -> object:
@@ -426,3 +428,14 @@ def step_of(value: str) -> object:
 def returns_object(ctx: JobContext, **payload) -> object:
     """Returns what JSON cannot hold: a step of this type cannot hand it on."""
     return object()
+
+
+# A timer whose run starts a workflow (tests/integration/test_workflows.py): one per slot,
+# the slot its key, so a retried run of the slot starts none while the first still runs.
+@periodic("test.starts_workflow", every=60, paused=True)
+def starts_workflow(*, slot) -> str:
+    from jobs import chain, start
+
+    flow = chain(step_of("fetch"), step_of("derive"), step_of("publish"))
+    workflow = start(flow, name="test.timer_flow", dedupe_key=f"slot:{slot:%Y-%m-%dT%H:%M:%SZ}")
+    return f"workflow #{workflow.pk}"

@@ -77,6 +77,20 @@ def test_domain_apps_import_only_the_engines_public_module():
     assert offenders == {}
 
 
+# This repository's platform and tooling: the engine's distribution ships none of them.
+PLATFORM = ("config", "pipeline", "workspaces", "language_models", "bench", "tests", "deploy", "scripts")
+
+
+def test_the_engine_imports_nothing_of_the_platform():
+    """The wheel holds ``jobs`` alone: a module of it importing the platform would fail in
+    any other project (the install proof would find it only on the paths it runs)."""
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(name for name in _imports(path) if name.split(".")[0] in PLATFORM)
+        for path in sorted(ENGINE.rglob("*.py"))
+    }
+    assert {path: found for path, found in offenders.items() if found} == {}
+
+
 def test_the_core_is_every_engine_module_outside_the_adapter():
     assert {"jobs.registry", "jobs.store", "jobs.retries", "jobs.worker.child", "jobs.admin.filters"} <= set(
         CORE_PATHS

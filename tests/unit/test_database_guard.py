@@ -79,6 +79,28 @@ def test_call__both_kinds_of_connection_error_count_as_an_outage(guard, error):
     assert not guard.available(guard.retry_at - 0.01)
 
 
+def test_call__a_lock_conflict_is_no_outage_the_next_call_goes_ahead_on_the_same_connection(clock, closed):
+    """A deadlock's victim: the database rolled the call back and is there (the driver
+    tells, ``Driver.is_conflict``): no backoff, nothing closed, the lease goes on."""
+    guard = DatabaseGuard(
+        LEASE,
+        on_outage=lambda: closed.append("listener"),
+        close_connection=lambda: closed.append("connection"),
+        is_conflict=lambda error: "Deadlock found" in str(error),
+        clock=clock,
+    )
+    guard.start_up(Database().call, wait=lambda seconds: None, stopping=lambda: False)
+    clock.now += LEASE
+
+    def deadlocked() -> None:
+        raise OperationalError(1213, "Deadlock found when trying to get lock; try restarting transaction")
+
+    assert guard.call(deadlocked) is None
+    assert closed == []
+    assert guard.available(clock.now) and guard.may_reap(clock.now)
+    assert guard.call(Database().call) == "ok"
+
+
 def test_call__other_errors_propagate(guard, closed):
     def broken() -> None:
         raise InvalidTransition("not an outage")
