@@ -27,6 +27,7 @@ from django.db.models.expressions import RawSQL
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver
 from jobs.drivers.protocol import (
+    PLAIN_JOBS_NOTICE,
     Batch,
     Candidate,
     ClaimedJob,
@@ -367,15 +368,18 @@ WITH counted AS (
 )
 
 # Enqueue wakes idle workers: a statement-level trigger sends one NOTIFY per queue that
-# received due jobs. It reads only the statement's new rows (the transition table), so it
-# needs no index and locks nothing. PostgreSQL delivers the notice at commit, so a
-# rolled-back enqueue wakes no one.
+# received due jobs, ``plain:<queue>`` when none of them has a limit key (a worker then
+# skips the claim of keyed jobs, a transaction of gates), else the queue's name. It reads
+# only the statement's new rows (the transition table), so it needs no index and locks
+# nothing. PostgreSQL delivers the notice at commit, so a rolled-back enqueue wakes no one.
 CREATE_NOTIFY_TRIGGER = f"""
 CREATE OR REPLACE FUNCTION jobs_notify_enqueued() RETURNS trigger AS $$
 BEGIN
-    PERFORM pg_notify('{CHANNEL}', queue)
-       FROM (SELECT DISTINCT queue FROM new_jobs
-              WHERE status = 'queued' AND run_at <= now()) AS due;
+    PERFORM pg_notify('{CHANNEL}', CASE WHEN keyed THEN queue ELSE '{PLAIN_JOBS_NOTICE}' || queue END)
+       FROM (SELECT queue, bool_or(concurrency_key IS NOT NULL OR rate_key IS NOT NULL) AS keyed
+               FROM new_jobs
+              WHERE status = 'queued' AND run_at <= now()
+              GROUP BY queue) AS due;
     RETURN NULL;
 END
 $$ LANGUAGE plpgsql;

@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # the engine's package imports this before Django's apps are 
 
     from jobs.models import Job
 
+#: A wake-up notice that a queue's new due jobs carry no limit keys, before the queue's
+#: name (``plain:default``): a worker takes them by the plain claim alone. A bare queue
+#: name may mean keyed jobs too (a driver that cannot tell sends that).
+PLAIN_JOBS_NOTICE = "plain:"
+
 
 class ClaimedJob(NamedTuple):
     """A claimed job as the worker needs it: no model instance in the hot loop."""

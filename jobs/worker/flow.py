@@ -25,8 +25,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from jobs import registry, store
+from jobs.drivers.protocol import PLAIN_JOBS_NOTICE
 from jobs.flow import admission
 from jobs.flow.queues import Controls, QueueLimits
 from jobs.store import ClaimedJob
@@ -185,9 +187,12 @@ class FlowControl:
         self.no_keyed.clear()
         self.no_unkeyed.clear()
 
-    def jobs_due(self, queues: Iterable[str]) -> None:
-        """A notice of new due jobs in ``queues``: keyed ones among them, perhaps."""
-        self.no_keyed.difference_update(queues)
+    def jobs_due(self, queues: Iterable[str], *, keyed: bool = True) -> None:
+        """A notice of new due jobs in ``queues``: keyed ones among them, perhaps (unless the
+        notice said they are all plain: then a mixed queue's keyed claim is not tried)."""
+        queues = set(queues)
+        if keyed:
+            self.no_keyed.difference_update(queues)
         self.no_unkeyed.difference_update(queues)
 
     def expire_waits(self) -> None:
@@ -198,12 +203,21 @@ class FlowControl:
         self.no_keyed.clear()
 
 
-def read_notices(payloads: Iterable[str]) -> tuple[set[str], set[str]]:
-    """A listener's notices as (queues with new due jobs, queues where a slot freed)."""
-    due, freed = set(), set()
+class Notices(NamedTuple):
+    """A listener's notices, by queue."""
+
+    due: set[str]  # new due jobs, keyed ones among them perhaps
+    plain: set[str]  # new due jobs, none with a limit key
+    freed: set[str]  # a slot of the queue's concurrency limits freed
+
+
+def read_notices(payloads: Iterable[str]) -> Notices:
+    notices = Notices(set(), set(), set())
     for payload in payloads:
         if payload.startswith(FREED):
-            freed.add(payload[len(FREED) :])
+            notices.freed.add(payload[len(FREED) :])
+        elif payload.startswith(PLAIN_JOBS_NOTICE):
+            notices.plain.add(payload[len(PLAIN_JOBS_NOTICE) :])
         else:
-            due.add(payload)
-    return due, freed
+            notices.due.add(payload)
+    return notices

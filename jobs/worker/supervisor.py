@@ -435,12 +435,14 @@ class Supervisor:
             logger.warning("Lost the LISTEN connection (%s); polling until it is back.", first_line(exc))
             self._close_listener()
             return
-        due, freed = read_notices(queues)
-        self.flow.jobs_due(due)
-        if freed:
-            self.flow.slots_freed(freed)
+        notices = read_notices(queues)
+        self.flow.jobs_due(notices.due)
+        self.flow.jobs_due(notices.plain, keyed=False)
+        if notices.freed:
+            self.flow.slots_freed(notices.freed)
+        woken = notices.due | notices.plain | notices.freed
         for lane in self.lanes:
-            lane.pending.update((due | freed).intersection(lane.queues))
+            lane.pending.update(woken.intersection(lane.queues))
 
     def _connect_listener(self) -> None:
         if not self.listener.enabled:

@@ -241,12 +241,16 @@ def test_enqueue__notifies_the_queue_at_commit_and_never_after_a_rollback():
             store.enqueue("test.ai", {})
             assert _received(listener, timeout=0) == []  # not before the commit
         # The rolled-back default-queue job sent nothing: the first notice is the ai one.
-        assert _received(listener, timeout=5) == ["ai"]
+        assert _received(listener, timeout=5) == ["plain:ai"]
 
         store.enqueue_many("test.noop", [{} for _ in range(50)])
-        assert _received(listener, timeout=5) == ["default"]
+        assert _received(listener, timeout=5) == ["plain:default"]
         store.enqueue("test.noop", {}, run_at=timezone.now() + timedelta(hours=1))  # not due: no wake-up
         store.enqueue("test.ai", {})
-        assert _received(listener, timeout=5) == ["ai"]
+        assert _received(listener, timeout=5) == ["plain:ai"]
+        # A job with a limit key (its type's concurrency): the queue's bare name, so the
+        # workers try the claim of keyed jobs too.
+        store.enqueue("test.flow_type", {})
+        assert _received(listener, timeout=5) == ["default"]
     finally:
         listener.close()
