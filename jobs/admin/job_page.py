@@ -24,7 +24,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.db.models.functions import Left
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -50,7 +50,7 @@ from jobs.admin.display import (
     status_badge,
     waiting_for_retry,
 )
-from jobs.admin.filters import OwnFiltersOnlyMixin, QueueFilter, StatusFilter, TypeFilter
+from jobs.admin.filters import IdOrKeySearchMixin, OwnFiltersOnlyMixin, QueueFilter, StatusFilter, TypeFilter
 from jobs.admin.full_text import FullTextMixin, ShownText, attempt_text_url, head, job_text_url
 from jobs.admin.job_records import JobRecordsMixin
 from jobs.admin.links import registered_links
@@ -80,6 +80,7 @@ REFRESH_SECONDS = 3
 class JobAdmin(
     ViewJobsPermissionMixin,
     OwnFiltersOnlyMixin,
+    IdOrKeySearchMixin,
     BoundedCountingMixin,
     FullTextMixin,
     JobRecordsMixin,
@@ -184,21 +185,6 @@ class JobAdmin(
             .filter(pk=int(object_id))
             .first()
         )
-
-    # --- search ---------------------------------------------------------------------------
-
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
-    ) -> tuple[QuerySet[Job], bool]:
-        """By id or exact dedupe key: both are index lookups, never a LIKE over a million rows."""
-        term = search_term.strip()
-        if not term:
-            return queryset, False
-        match = Q(dedupe_key=term)
-        number = term.removeprefix("#")
-        if number.isdigit() and int(number) < 2**63:
-            match |= Q(pk=int(number))
-        return queryset.filter(match), False
 
     # --- the list -------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
@@ -32,7 +32,7 @@ from django.views.decorators.http import require_POST
 from jobs.admin import workflow_graph
 from jobs.admin.counting import BoundedCountingMixin
 from jobs.admin.display import exact_timestamp, format_duration, shorten, status_badge, timestamp
-from jobs.admin.filters import OwnFiltersOnlyMixin
+from jobs.admin.filters import IdOrKeySearchMixin, OwnFiltersOnlyMixin
 from jobs.admin.operations import ACTIONS_SHOWN, clock_time, next_url
 from jobs.admin.permissions import ViewJobsPermissionMixin, can_view
 from jobs.errors import InvalidTransition
@@ -61,7 +61,9 @@ class WorkflowStatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(Workflow)
-class WorkflowAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountingMixin, admin.ModelAdmin):
+class WorkflowAdmin(
+    ViewJobsPermissionMixin, OwnFiltersOnlyMixin, IdOrKeySearchMixin, BoundedCountingMixin, admin.ModelAdmin
+):
     list_display = (
         "id",
         "name",
@@ -99,19 +101,6 @@ class WorkflowAdmin(ViewJobsPermissionMixin, OwnFiltersOnlyMixin, BoundedCountin
         ),
     )
     readonly_fields = ("status_badge", "steps_cell", "operator_actions", "created", "finished", "took")
-
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
-    ) -> tuple[QuerySet[Workflow], bool]:
-        """By id or exact dedupe key: index lookups."""
-        term = search_term.strip()
-        if not term:
-            return queryset, False
-        match = Q(dedupe_key=term)
-        number = term.removeprefix("#")
-        if number.isdigit() and int(number) < 2**63:
-            match |= Q(pk=int(number))
-        return queryset.filter(match), False
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

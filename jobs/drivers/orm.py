@@ -269,18 +269,7 @@ class OrmDriver:
                 return []
             self.jobs().filter(id__in=ids).update(**claimed_row_fields(worker))
             claimed = self.jobs().filter(id__in=ids).order_by("priority", "run_at", "id")
-            return [
-                ClaimedJob(
-                    job.id,
-                    job.type,
-                    json.dumps(job.payload),
-                    job.attempts,
-                    job.max_attempts,
-                    job.queue,
-                    job.step_id,
-                )
-                for job in claimed
-            ]
+            return [_claimed_job(job) for job in claimed]
 
     def promote_due(self, limit: int) -> Promoted:
         waiting = self.jobs().filter(status=Status.QUEUED, due_later=True)
@@ -486,18 +475,7 @@ SELECT minute, measure, total,
         self.jobs().filter(id__in=ids).update(**claimed_row_fields(worker, at))
         order = {job_id: position for position, job_id in enumerate(ids)}
         claimed = sorted(self.jobs().filter(id__in=ids), key=lambda job: order[job.id])
-        return [
-            ClaimedJob(
-                job.id,
-                job.type,
-                json.dumps(job.payload),
-                job.attempts,
-                job.max_attempts,
-                job.queue,
-                job.step_id,
-            )
-            for job in claimed
-        ]
+        return [_claimed_job(job) for job in claimed]
 
     def flow_save_gates(self, windows: Mapping[str, str]) -> None:
         for key, recent in windows.items():
@@ -737,3 +715,10 @@ SELECT minute, measure, total,
     @contextmanager
     def metrics_snapshot(self, timeout_ms: int) -> Iterator[None]:
         yield
+
+
+def _claimed_job(job: Job) -> ClaimedJob:
+    """A row the ORM just marked running, as the worker takes it."""
+    return ClaimedJob(
+        job.id, job.type, json.dumps(job.payload), job.attempts, job.max_attempts, job.queue, job.step_id
+    )
