@@ -73,7 +73,7 @@ SUPERVISOR_ASYNC_COMMIT = "SET synchronous_commit TO off"
 # its own, so the outer SELECT hands the batch out in claim order.
 # The ``_UNKEYED`` forms serve a queue that also holds jobs with flow limits: they take
 # only the jobs without limit keys, passing over the keyed ones (claimed through flow
-# control, ``FLOW_CANDIDATES``) as they read the same index.
+# control, ``FLOW_CANDIDATES_KEYED_*``) as they read the same index.
 _CLAIM = """
 WITH claimed AS (
 UPDATE jobs_job
@@ -161,23 +161,29 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
 
 # Its candidates: locks up to %(limit)s due, queued rows of the queues in claim order,
 # skipping rows another worker holds and the jobs of keys known to be at their limit,
-# until the claim's transaction ends (a few statements later). The ``_KEYED`` form takes
-# only the jobs with a limit key, from the partial index ``jobs_claim_keyed`` (which holds
-# nothing else), for a queue whose other jobs keep the plain claim; the other form serves a
-# queue with limits of its own, from the claim indexes.
+# until the claim's transaction ends (a few statements later). The ``_KEYED`` forms take
+# only the jobs with a limit key (a queue whose other jobs keep the plain claim), the
+# others serve a queue with limits of its own. Each is read in claim order from the front
+# of an index, so its cost grows neither with the backlog nor with the keys' jobs: one
+# queue by equality (``queue = ANY`` of an array would read every due row of the index and
+# sort them), from ``jobs_claim_keyed`` (queue, priority, run_at, id) or ``jobs_claim``;
+# several queues from ``jobs_claim_keyed_any`` (priority, run_at, id) or
+# ``jobs_claim_any``, as the plain claim reads them. The keyed indexes hold nothing but
+# queued keyed jobs not due later.
 _FLOW_CANDIDATES = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job
- WHERE status = 'queued' AND queue = ANY(%(queues)s::varchar[]) AND due_later = false AND run_at <= now(){keyed}
+ WHERE status = 'queued' AND {queue_condition} AND due_later = false AND run_at <= now(){keyed}
    AND (concurrency_key IS NULL OR concurrency_key <> ALL(%(full)s::text[]))
    AND (rate_key IS NULL OR rate_key <> ALL(%(waiting)s::text[]))
  ORDER BY priority, run_at, id
  LIMIT %(limit)s
    FOR UPDATE SKIP LOCKED
 """
-FLOW_CANDIDATES = _FLOW_CANDIDATES.format(keyed="")
-FLOW_CANDIDATES_KEYED = _FLOW_CANDIDATES.format(
-    keyed="\n   AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL)"
-)
+_KEYED = "\n   AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL)"
+FLOW_CANDIDATES_ONE_QUEUE = _FLOW_CANDIDATES.format(queue_condition=_ONE_QUEUE, keyed="")
+FLOW_CANDIDATES_QUEUES = _FLOW_CANDIDATES.format(queue_condition=_QUEUES, keyed="")
+FLOW_CANDIDATES_KEYED_ONE_QUEUE = _FLOW_CANDIDATES.format(queue_condition=_ONE_QUEUE, keyed=_KEYED)
+FLOW_CANDIDATES_KEYED_QUEUES = _FLOW_CANDIDATES.format(queue_condition=_QUEUES, keyed=_KEYED)
 
 # Under the gates' locks: the database's clock (µs since the epoch, read now, after the
 # locks were granted, so every claim of these keys commits before it) and the running jobs
@@ -492,6 +498,14 @@ def _preparing_cursor() -> type:
     return PreparingCursor
 
 
+@cache
+def _plain_cursor() -> type:
+    """psycopg's plain cursor class: server-side binding, no prepared statement."""
+    import psycopg
+
+    return psycopg.Cursor
+
+
 class _Notices:
     """The LISTEN session's notices (a ``Subscription``)."""
 
@@ -509,6 +523,10 @@ class _Notices:
         return {notice.payload for notice in self._raw.notifies(timeout=0)}
 
 
+_BEGIN: tuple[str, Mapping[str, Any]] = ("BEGIN", {})
+_COMMIT: tuple[str, Mapping[str, Any]] = ("COMMIT", {})
+
+
 class _FlowRound:
     """One round of a flow-controlled claim in two or three round trips (see "flow control"
     above): the transaction is begun and ended by the statements' text, the connection
@@ -519,16 +537,9 @@ class _FlowRound:
         self.driver = driver
         self.open = False
 
-    def _run(self, text: str, params: Mapping[str, Any]) -> list[list[tuple[Any, ...]]]:
-        """The rows of each statement of ``text`` that returns rows, in order."""
-        found: list[list[tuple[Any, ...]]] = []
-        with self.driver.cursor() as cursor:
-            cursor.execute(text, params)
-            while True:
-                if cursor.description is not None:
-                    found.append(cursor.fetchall())
-                if not cursor.nextset():
-                    return found
+    def _run(self, *statements: tuple[str, Mapping[str, Any]]) -> list[list[tuple[Any, ...]]]:
+        """The rows of each statement that returns rows, in order: all in one round trip."""
+        return [rows for rows in self.driver.execute_pipelined(statements) if rows is not None]
 
     def candidates(
         self,
@@ -540,8 +551,14 @@ class _FlowRound:
         keyed_only: bool = False,
         first: Locks | None = None,
     ) -> tuple[list[Candidate], dict[str, str], Running | None]:
-        statement = FLOW_CANDIDATES_KEYED if keyed_only else FLOW_CANDIDATES
+        one = len(queues) == 1
+        statement = (
+            (FLOW_CANDIDATES_KEYED_ONE_QUEUE if one else FLOW_CANDIDATES_KEYED_QUEUES)
+            if keyed_only
+            else (FLOW_CANDIDATES_ONE_QUEUE if one else FLOW_CANDIDATES_QUEUES)
+        )
         params = {
+            "queue": queues[0],
             "queues": list(queues),
             "limit": limit,
             "full": list(full_keys),
@@ -549,11 +566,13 @@ class _FlowRound:
         }
         self.open = True
         if first is None:
-            [rows] = self._run("BEGIN;" + statement, params)
+            [rows] = self._run(_BEGIN, (statement, params))
             return [Candidate(*row) for row in rows], {}, None
         locked, counted, rows = self._run(
-            "BEGIN;" + FLOW_LOCK_GATES + ";" + FLOW_RUNNING + ";" + statement,
-            {**params, "gates": list(first.gates), "keys": list(first.keys), "counted": list(first.queues)},
+            _BEGIN,
+            (FLOW_LOCK_GATES, {"gates": list(first.gates)}),
+            (FLOW_RUNNING, {"keys": list(first.keys), "counted": list(first.queues)}),
+            (statement, params),
         )
         return [Candidate(*row) for row in rows], dict(locked), _running(counted)
 
@@ -561,8 +580,8 @@ class _FlowRound:
         self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
     ) -> tuple[dict[str, str], Running]:
         locked, counted = self._run(
-            FLOW_LOCK_GATES + ";" + FLOW_RUNNING,
-            {"gates": list(gates), "keys": list(keys), "counted": list(queues)},
+            (FLOW_LOCK_GATES, {"gates": list(gates)}),
+            (FLOW_RUNNING, {"keys": list(keys), "counted": list(queues)}),
         )
         return dict(locked), _running(counted)
 
@@ -580,17 +599,20 @@ class _FlowRound:
         rows: list[tuple[Any, ...]] = []
         if ids or windows:
             [rows] = self._run(
-                FLOW_MARK_CLAIMED + ";COMMIT",
-                {
-                    "worker": worker,
-                    "ids": list(ids),
-                    "at": at,
-                    "gate_keys": list(windows),
-                    "gate_recent": list(windows.values()),
-                },
+                (
+                    FLOW_MARK_CLAIMED,
+                    {
+                        "worker": worker,
+                        "ids": list(ids),
+                        "at": at,
+                        "gate_keys": list(windows),
+                        "gate_recent": list(windows.values()),
+                    },
+                ),
+                _COMMIT,
             )
         else:
-            self._run("COMMIT", {})
+            self._run(_COMMIT)
         self.open = False
         order = {job_id: position for position, job_id in enumerate(ids)}
         return sorted((ClaimedJob(*row) for row in rows), key=lambda job: order[job.id])
@@ -644,6 +666,34 @@ class PostgresDriver(OrmDriver):
         """
         if not jobs_settings.PREPARED_STATEMENTS:
             return self.execute(statement, params)
+        with self._server_cursor() as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall()
+
+    def execute_pipelined(
+        self, statements: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> list[list[tuple[Any, ...]] | None]:
+        """Run ``statements`` in one round trip (psycopg's pipeline mode), each prepared as
+        ``execute_prepared`` prepares (server-side binding, unprepared with
+        ``JOBS_PREPARED_STATEMENTS=false``), each through Django's cursor wrapper: the rows
+        of each, None for one that returns none. A statement that fails raises here, and
+        the ones after it did not run."""
+        cursors = [self._server_cursor() for _ in statements]
+        try:
+            connection = self.connection
+            with connection.wrap_database_errors, connection.connection.pipeline() as pipeline:
+                for cursor, (statement, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(statement, params)
+                pipeline.sync()
+                return [cursor.fetchall() if cursor.description is not None else None for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+
+    def _server_cursor(self) -> Any:
+        """A cursor of Django's wrapping (as ``connection.cursor()`` makes one: the execute
+        wrappers, the query log under DEBUG) around psycopg's server-side binding cursor,
+        preparing each statement unless ``JOBS_PREPARED_STATEMENTS=false``."""
         connection = self.connection
         connection.close_if_health_check_failed()
         connection.ensure_connection()
@@ -651,12 +701,8 @@ class PostgresDriver(OrmDriver):
         if raw.prepare_threshold is None:
             raw.prepare_threshold = 2**31 - 1  # prepare only what asks for it explicitly
         with connection.wrap_database_errors:
-            # Django's own wrapping of a new cursor (as ``connection.cursor()`` does it):
-            # the execute wrappers, and the query log under DEBUG.
-            cursor = connection._prepare_cursor(_preparing_cursor()(raw))  # type: ignore[attr-defined]
-        with cursor:
-            cursor.execute(statement, params)
-            return cursor.fetchall()
+            cursor_class = _preparing_cursor() if jobs_settings.PREPARED_STATEMENTS else _plain_cursor()
+            return connection._prepare_cursor(cursor_class(raw))  # type: ignore[attr-defined]
 
     def prepare_supervisor_session(self, connection: BaseDatabaseWrapper) -> None:
         with connection.cursor() as cursor:

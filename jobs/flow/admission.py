@@ -32,7 +32,7 @@ class Rules:
     queues: Mapping[str, QueueLimits]
     type_limits: Callable[[str], TypeLimits | None]
     _limits: dict[str, TypeLimits | None] = field(default_factory=dict, compare=False, repr=False)
-    _keys: dict[Candidate, tuple[str | None, str | None]] = field(
+    _keys: dict[tuple[str, str | None, str | None], tuple[str | None, str | None]] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -45,8 +45,9 @@ class Rules:
 
     def keys(self, candidate: Candidate) -> tuple[str | None, str | None]:
         """The candidate's (concurrency key, rate key) under its type's limits now."""
+        stored = (candidate.type, candidate.concurrency_key, candidate.rate_key)
         try:
-            return self._keys[candidate]
+            return self._keys[stored]
         except KeyError:
             pass
         limits = self.limits(candidate.type)
@@ -55,7 +56,7 @@ class Rules:
             if limits is None
             else limits.effective(candidate.type, (candidate.concurrency_key, candidate.rate_key))
         )
-        self._keys[candidate] = found
+        self._keys[stored] = found
         return found
 
     def gates(self, candidates: Iterable[Candidate]) -> set[str]:
@@ -67,6 +68,34 @@ class Rules:
                 found.add(queue_key(candidate.queue))
             found.update(key for key in self.keys(candidate) if key is not None)
         return found
+
+
+@dataclass(frozen=True)
+class _Profile:
+    """What ``admit`` holds the candidates of one queue, type and stored keys to: their
+    queue's and type's limits, the keys in force, and the rate gates they count against.
+    Worked out once per claim for all such candidates (a batch mostly shares one)."""
+
+    queue_limits: QueueLimits
+    type_limits: TypeLimits
+    keys: tuple[str | None, str | None]
+    queue_gate: str
+    rates: tuple[tuple[str, Rate], ...]
+    rekeyed: bool  # the keys in force are not those the row stores
+
+    @classmethod
+    def of(cls, candidate: Candidate, rules: Rules) -> _Profile:
+        queue_limits = rules.queues.get(candidate.queue) or QueueLimits(candidate.queue)
+        type_limits = rules.limits(candidate.type) or TypeLimits()
+        keys = rules.keys(candidate)
+        gate = queue_key(candidate.queue)
+        rates: list[tuple[str, Rate]] = []
+        if queue_limits.rate is not None:
+            rates.append((gate, queue_limits.rate))
+        if keys[1] is not None and type_limits.rate is not None:
+            rates.append((keys[1], type_limits.rate))
+        stored = (candidate.concurrency_key, candidate.rate_key)
+        return cls(queue_limits, type_limits, keys, gate, tuple(rates), keys != stored)
 
 
 @dataclass
@@ -127,25 +156,25 @@ def admit(
         need = max(1, min(want, int(rate.count * GATHER)))
         return window.frees_at(now, rate, taken_rates[gate], need)
 
+    profiles: dict[tuple[str, str, str | None, str | None], _Profile] = {}
     for candidate in candidates:
         if len(result.admitted) >= want:
             break
         queue = candidate.queue
-        queue_limits = rules.queues.get(queue) or QueueLimits(queue)
-        type_limits = rules.limits(candidate.type) or TypeLimits()
-        concurrency_key, rate_key = rules.keys(candidate)
-        rates: list[tuple[str, Rate]] = []
-        if queue_limits.rate is not None:
-            rates.append((queue_key(queue), queue_limits.rate))
-        if rate_key is not None and type_limits.rate is not None:
-            rates.append((rate_key, type_limits.rate))
+        signature = (queue, candidate.type, candidate.concurrency_key, candidate.rate_key)
+        profile = profiles.get(signature)
+        if profile is None:
+            profile = profiles[signature] = _Profile.of(candidate, rules)
+        queue_limits, type_limits = profile.queue_limits, profile.type_limits
+        concurrency_key, rate_key = profile.keys
+        rates = profile.rates
 
         if queue_limits.concurrency is not None and (
             running_queues.get(queue, 0) + taken_queues[queue] >= queue_limits.concurrency
         ):
             result.full_queues.add(queue)
         elif (
-            frees := rate_full(queue_key(queue), queue_limits.rate) if queue_limits.rate else None
+            frees := rate_full(profile.queue_gate, queue_limits.rate) if queue_limits.rate else None
         ) is not None:
             result.queue_waits[queue] = frees
         elif (
@@ -176,8 +205,8 @@ def admit(
             if near:
                 result.alone.add(candidate.id)
             result.admitted.append(candidate.id)
-            if (concurrency_key, rate_key) != (candidate.concurrency_key, candidate.rate_key):
-                result.rekeyed[candidate.id] = (concurrency_key, rate_key)
+            if profile.rekeyed:
+                result.rekeyed[candidate.id] = profile.keys
             taken_queues[queue] += 1
             if concurrency_key is not None:
                 taken_keys[concurrency_key] += 1
