@@ -35,7 +35,7 @@ from jobs import registry, retries, rollup, tracing, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.orm import claimed_row_fields, micros, moment
-from jobs.drivers.protocol import Batch, ClaimedJob, Locks, Promoted, Running
+from jobs.drivers.protocol import Batch, ClaimedJob, FlowTransaction, Locks, Promoted, Running
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.flow import admission
 from jobs.flow.limits import RESERVED, TYPE_PREFIX
@@ -290,6 +290,10 @@ _known_gates: set[str] = set()
 # circle. A claim that needs one it did not expect ends its round and locks it in the next.
 _expected: dict[tuple[tuple[str, ...], bool], tuple[str, ...]] = {}
 _KNOWN_GATES_MAX = 100_000
+# The groups whose last round had room for every job it looked at, under type and queue
+# limits only: their next round takes its jobs at once (``_take_at_once``), where the
+# driver offers it. A round that finds a job without room puts its group back.
+_roomy: set[tuple[tuple[str, ...], bool]] = set()
 
 
 @dataclass
@@ -403,6 +407,12 @@ def _flow_round(
     counted = sorted(q for q in queues if (limits := rules.queues.get(q)) is not None and limits.concurrency)
     first = Locks(expected, [gate for gate in expected if gate.startswith(TYPE_PREFIX)], counted)
     with driver().flow_transaction() as round_:
+        if expected and group in _roomy and round_.takes:
+            found = _take_at_once(round_, worker, queues, want, rules, full, waiting, keyed_only, idle, first)
+            if found is not None:
+                return found
+            round_.end()  # a job had no room: nothing of that round stays
+            _roomy.discard(group)
         # Locks the candidates (SKIP LOCKED: claimers split them) until this transaction
         # ends; those not taken are queued as they were when it does.
         candidates, recent, running = round_.candidates(
@@ -460,7 +470,47 @@ def _flow_round(
             {key: window.dump() for key, window in decided.windows.items()},
         )
         taken = [job._replace(held=True) if job.id in decided.alone else job for job in claimed]
+    if not keyed and not (decided.refused or decided.deferred or decided.alone or decided.rekeyed):
+        _roomy.add(group)
+    else:
+        _roomy.discard(group)
     return taken, decided, len(candidates) < asked
+
+
+def _take_at_once(
+    round_: FlowTransaction,
+    worker: str,
+    queues: list[str],
+    want: int,
+    rules: admission.Rules,
+    full: set[str],
+    waiting: set[str],
+    keyed_only: bool,
+    idle: int | None,
+    first: Locks,
+) -> tuple[list[ClaimedJob], admission.Admission | None, bool] | None:
+    """A round of ``_flow_round`` that expects room for every job (its group's last round
+    had it): the jobs are marked running as they are locked, in the round trip that locks
+    the type and queue gates, and admitted after. None, the round not committed, when one
+    of them had no room or counts against a gate not locked up front (a per-key limit, a
+    type new to the group): the caller rolls it back and makes a round of its own."""
+    taken = round_.take(
+        worker, queues, want, sorted(full), sorted(waiting), keyed_only=keyed_only, first=first
+    )
+    if not taken.jobs:
+        return [], None, True
+    gates = rules.gates(taken.candidates)
+    if not gates <= set(taken.recent):
+        return None
+    windows = {key: Window.load(text) for key, text in taken.recent.items() if key in gates}
+    running = taken.running
+    decided = admission.admit(
+        taken.candidates, want, running.now, rules, running.keys, running.queues, windows, idle
+    )
+    if len(decided.admitted) < len(taken.jobs) or decided.alone or decided.rekeyed:
+        return None
+    round_.finish(worker, [], None, {}, {key: window.dump() for key, window in decided.windows.items()})
+    return taken.jobs, decided, len(taken.jobs) < want
 
 
 def prune_gates(now: datetime | None = None, batch_size: int = 1000) -> int:

@@ -37,6 +37,7 @@ from jobs.drivers.protocol import (
     Running,
     StepRow,
     Subscription,
+    Taken,
     TaskRow,
 )
 from jobs.models import FlowGate, Job, JobAttempt, Status, Worker, WorkflowEdge, WorkflowStep
@@ -122,8 +123,26 @@ class _StepByStep:
     block (``OrmDriver.flow_transaction``); a driver overrides the steps it does its own way
     (``flow_candidates``, ``flow_running``, ``flow_mark_claimed``, ``flow_save_gates``)."""
 
+    takes = False  # ``take`` is a database's own statement: none here
+
     def __init__(self, driver: OrmDriver) -> None:
         self.driver = driver
+
+    def take(
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool,
+        first: Locks,
+    ) -> Taken:
+        raise NotImplementedError("take is offered by the drivers whose flow_transaction says takes")
+
+    def end(self) -> None:
+        raise NotImplementedError("a round step by step ends with its atomic block")
 
     def candidates(
         self,

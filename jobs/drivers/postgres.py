@@ -37,6 +37,7 @@ from jobs.drivers.protocol import (
     Promoted,
     Running,
     StepRow,
+    Taken,
     TaskRow,
 )
 from jobs.models import Job
@@ -171,19 +172,56 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
 # ``jobs_claim_any``, as the plain claim reads them. The keyed indexes hold nothing but
 # queued keyed jobs not due later.
 _FLOW_CANDIDATES = """
-SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job
+SELECT {columns} FROM jobs_job
  WHERE status = 'queued' AND {queue_condition} AND due_later = false AND run_at <= now(){keyed}
    AND (concurrency_key IS NULL OR concurrency_key <> ALL(%(full)s::text[]))
    AND (rate_key IS NULL OR rate_key <> ALL(%(waiting)s::text[]))
  ORDER BY priority, run_at, id
  LIMIT %(limit)s
-   FOR UPDATE SKIP LOCKED
-"""
+   FOR UPDATE SKIP LOCKED"""
+_CANDIDATE_COLUMNS = "id, type, queue, concurrency_key, rate_key"
 _KEYED = "\n   AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL)"
-FLOW_CANDIDATES_ONE_QUEUE = _FLOW_CANDIDATES.format(queue_condition=_ONE_QUEUE, keyed="")
-FLOW_CANDIDATES_QUEUES = _FLOW_CANDIDATES.format(queue_condition=_QUEUES, keyed="")
-FLOW_CANDIDATES_KEYED_ONE_QUEUE = _FLOW_CANDIDATES.format(queue_condition=_ONE_QUEUE, keyed=_KEYED)
-FLOW_CANDIDATES_KEYED_QUEUES = _FLOW_CANDIDATES.format(queue_condition=_QUEUES, keyed=_KEYED)
+
+
+def _flow_candidates(queue_condition: str, keyed: str, columns: str = _CANDIDATE_COLUMNS) -> str:
+    return _FLOW_CANDIDATES.format(columns=columns, queue_condition=queue_condition, keyed=keyed)
+
+
+# By (keyed only, one queue).
+FLOW_CANDIDATES = {
+    (keyed, one): _flow_candidates(_ONE_QUEUE if one else _QUEUES, _KEYED if keyed else "")
+    for keyed in (False, True)
+    for one in (False, True)
+}
+
+# A round that expects room for every job it takes (``FlowTransaction.take``): the
+# candidates above marked running at once, as the plain claim marks its jobs (one
+# statement, which locks and updates each row once), all started at one moment of the
+# database's clock read after the gates' locks were granted (the decision's clock), each
+# with its limit keys, for the store to admit afterwards. A job it should not have taken
+# is never seen by anyone: the store then rolls the round back.
+_FLOW_TAKE = """
+WITH claimed AS (
+UPDATE jobs_job
+   SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
+       started_at = clock.at, heartbeat_at = clock.at, finished_at = NULL,
+       progress = NULL, progress_message = ''
+  FROM (SELECT clock_timestamp() AS at) AS clock
+ WHERE id = ANY(ARRAY({candidates}))
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, step_id,
+          concurrency_key, rate_key, priority, run_at,
+          (extract(epoch FROM clock.at) * 1000000)::bigint AS at
+)
+SELECT id, type, payload, attempts, max_attempts, queue, step_id, concurrency_key, rate_key, at
+  FROM claimed ORDER BY priority, run_at, id
+"""
+FLOW_TAKE = {
+    (keyed, one): _FLOW_TAKE.format(
+        candidates=_flow_candidates(_ONE_QUEUE if one else _QUEUES, _KEYED if keyed else "", "id")
+    )
+    for keyed in (False, True)
+    for one in (False, True)
+}
 
 # Under the gates' locks: the database's clock (µs since the epoch, read now, after the
 # locks were granted, so every claim of these keys commits before it) and the running jobs
@@ -212,15 +250,18 @@ SELECT key, recent FROM jobs_flow_gate
    FOR UPDATE
 """
 
-# The claim's end: the admitted candidates (locked by this transaction) marked running,
-# started at the clock the decision was made at (or now, where no gate was read), through
-# the primary key, and the rate windows of the (locked) gates that took starts, in one
-# statement.
-FLOW_MARK_CLAIMED = """
-WITH saved AS (
+# The rate windows of the (locked) gates that took starts: alone, the end of a round whose
+# jobs were marked running as they were locked (``FlowTransaction.take``).
+FLOW_SAVE_GATES = """
 UPDATE jobs_flow_gate AS g SET recent = w.recent
   FROM unnest(%(gate_keys)s::text[], %(gate_recent)s::text[]) AS w(key, recent)
- WHERE g.key = w.key
+ WHERE g.key = w.key"""
+
+# The claim's end: the admitted candidates (locked by this transaction) marked running,
+# started at the clock the decision was made at (or now, where no gate was read), through
+# the primary key, and the rate windows saved, in one statement.
+FLOW_MARK_CLAIMED = f"""
+WITH saved AS ({FLOW_SAVE_GATES}
 )
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
@@ -524,6 +565,13 @@ class _Notices:
 
 
 _BEGIN: tuple[str, Mapping[str, Any]] = ("BEGIN", {})
+# A round's statements are prepared, and PostgreSQL would plan some of them again at each
+# run (its custom plans, chosen over the generic one): a claim's rounds paid more for the
+# planning than for the running. Their generic plans serve every run (each reads from the
+# front of its index, as the plain claim's does), so the round's transaction asks for
+# them, for itself only (SET LOCAL: nothing of it outlives the round, nor reaches another
+# client of a pooler).
+_GENERIC_PLANS: tuple[str, Mapping[str, Any]] = ("SET LOCAL plan_cache_mode = force_generic_plan", {})
 _COMMIT: tuple[str, Mapping[str, Any]] = ("COMMIT", {})
 
 
@@ -532,6 +580,8 @@ class _FlowRound:
     above): the transaction is begun and ended by the statements' text, the connection
     staying in autocommit for Django. Whatever happens before ``finish`` commits, the
     round ends with a ROLLBACK (which also releases the candidates' and the gates' locks)."""
+
+    takes = True
 
     def __init__(self, driver: PostgresDriver) -> None:
         self.driver = driver
@@ -551,30 +601,46 @@ class _FlowRound:
         keyed_only: bool = False,
         first: Locks | None = None,
     ) -> tuple[list[Candidate], dict[str, str], Running | None]:
-        one = len(queues) == 1
-        statement = (
-            (FLOW_CANDIDATES_KEYED_ONE_QUEUE if one else FLOW_CANDIDATES_KEYED_QUEUES)
-            if keyed_only
-            else (FLOW_CANDIDATES_ONE_QUEUE if one else FLOW_CANDIDATES_QUEUES)
-        )
-        params = {
-            "queue": queues[0],
-            "queues": list(queues),
-            "limit": limit,
-            "full": list(full_keys),
-            "waiting": list(waiting_keys),
-        }
+        statement = FLOW_CANDIDATES[keyed_only, len(queues) == 1]
+        params = _candidates_params(queues, limit, full_keys, waiting_keys)
         self.open = True
         if first is None:
-            [rows] = self._run(_BEGIN, (statement, params))
+            [rows] = self._run(_BEGIN, _GENERIC_PLANS, (statement, params))
             return [Candidate(*row) for row in rows], {}, None
         locked, counted, rows = self._run(
             _BEGIN,
+            _GENERIC_PLANS,
             (FLOW_LOCK_GATES, {"gates": list(first.gates)}),
             (FLOW_RUNNING, {"keys": list(first.keys), "counted": list(first.queues)}),
             (statement, params),
         )
         return [Candidate(*row) for row in rows], dict(locked), _running(counted)
+
+    def take(
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool,
+        first: Locks,
+    ) -> Taken:
+        params = {**_candidates_params(queues, limit, full_keys, waiting_keys), "worker": worker}
+        self.open = True
+        locked, counted, rows = self._run(
+            _BEGIN,
+            _GENERIC_PLANS,
+            (FLOW_LOCK_GATES, {"gates": list(first.gates)}),
+            (FLOW_RUNNING, {"keys": list(first.keys), "counted": list(first.queues)}),
+            (FLOW_TAKE[keyed_only, len(queues) == 1], params),
+        )
+        running = _running(counted)
+        if rows:  # the clock the jobs were started at, read after the gates' locks
+            running = running._replace(now=int(rows[0][-1]))
+        candidates = [Candidate(row[0], row[1], row[5], row[7], row[8]) for row in rows]
+        return Taken(candidates, [ClaimedJob(*row[:7]) for row in rows], dict(locked), running)
 
     def lock_and_count(
         self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
@@ -597,7 +663,10 @@ class _FlowRound:
             for job_id, (concurrency_key, rate_key) in rekeyed.items():
                 cursor.execute(FLOW_REKEY, [concurrency_key, rate_key, job_id])
         rows: list[tuple[Any, ...]] = []
-        if ids or windows:
+        gates = {"gate_keys": list(windows), "gate_recent": list(windows.values())}
+        if not ids and windows:
+            self._run((FLOW_SAVE_GATES, gates), _COMMIT)
+        elif ids:
             [rows] = self._run(
                 (
                     FLOW_MARK_CLAIMED,
@@ -605,8 +674,7 @@ class _FlowRound:
                         "worker": worker,
                         "ids": list(ids),
                         "at": at,
-                        "gate_keys": list(windows),
-                        "gate_recent": list(windows.values()),
+                        **gates,
                     },
                 ),
                 _COMMIT,
@@ -628,6 +696,18 @@ class _FlowRound:
         # A broken connection is the guard's to handle.
         with contextlib.suppress(Exception), self.driver.cursor() as cursor:
             cursor.execute("ROLLBACK")
+
+
+def _candidates_params(
+    queues: Sequence[str], limit: int, full_keys: Sequence[str], waiting_keys: Sequence[str]
+) -> dict[str, Any]:
+    return {
+        "queue": queues[0],
+        "queues": list(queues),
+        "limit": limit,
+        "full": list(full_keys),
+        "waiting": list(waiting_keys),
+    }
 
 
 def _running(rows: list[tuple[Any, ...]]) -> Running:
@@ -681,10 +761,11 @@ class PostgresDriver(OrmDriver):
         cursors = [self._server_cursor() for _ in statements]
         try:
             connection = self.connection
-            with connection.wrap_database_errors, connection.connection.pipeline() as pipeline:
-                for cursor, (statement, params) in zip(cursors, statements, strict=True):
-                    cursor.execute(statement, params)
-                pipeline.sync()
+            with connection.wrap_database_errors:
+                # Leaving the pipeline sends it and waits for every answer: one round trip.
+                with connection.connection.pipeline():
+                    for cursor, (statement, params) in zip(cursors, statements, strict=True):
+                        cursor.execute(statement, params)
                 return [cursor.fetchall() if cursor.description is not None else None for cursor in cursors]
         finally:
             for cursor in cursors:

@@ -165,9 +165,48 @@ class Locks(NamedTuple):
     queues: Sequence[str]
 
 
+class Taken(NamedTuple):
+    """What ``FlowTransaction.take`` marked running, before the store admitted it: each job
+    as a candidate and as claimed (in claim order), the locked gates' recent starts, and
+    the counts read under their locks, whose clock is the one the jobs were started at."""
+
+    candidates: list[Candidate]
+    jobs: list[ClaimedJob]
+    recent: dict[str, str]
+    running: Running
+
+
 class FlowTransaction(Protocol):
     """The steps of one round of a flow-controlled claim, in its transaction, in this order;
-    the store decides between the second and the third (``jobs.flow.admission``)."""
+    the store decides between the second and the third (``jobs.flow.admission``). Or, where
+    the driver offers it, ``take`` and then ``finish`` with no ids: a round that expects room
+    for every job takes them at once and is rolled back if one had none."""
+
+    @property
+    def takes(self) -> bool:
+        """Whether this driver offers ``take``."""
+        ...
+
+    def take(
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool,
+        first: Locks,
+    ) -> Taken:
+        """``lock_and_count(*first)``, then the jobs ``candidates`` would lock marked
+        running under ``worker`` at once, as ``finish`` marks them, all started at the
+        clock ``Running.now`` says; in one round trip where the database allows. The store
+        admits them afterwards, and ends the round (``end``) if one was not admitted."""
+        ...
+
+    def end(self) -> None:
+        """Roll back what the round did so far (with ``takes``): the next step begins anew."""
+        ...
 
     def candidates(
         self,

@@ -320,6 +320,38 @@ def _one_round(drv: Driver, job_id: int) -> list[int]:
 
 
 @conformance
+def test_flow_transaction__take_marks_the_candidates_running_at_once_and_end_undoes_it(drv):
+    first = _insert(drv, concurrency_key="type:t", rate_key="type:t")
+    second = _insert(drv, concurrency_key="type:t", rate_key="type:t", priority=-1)  # first in claim order
+    _insert(drv)  # no key: left to the plain claim
+    running = _insert(drv, concurrency_key="type:t")
+    _rows(drv).filter(pk=running.pk).update(status=Status.RUNNING)
+    drv.flow_add_gates(["type:t"])
+    with drv.flow_transaction() as round_:
+        if not round_.takes:
+            pytest.skip(f"the {drv.vendor or 'portable'} driver claims flow-limited jobs step by step")
+        taken = round_.take(
+            "w", ["default"], 10, [], [], keyed_only=True, first=Locks(["type:t"], ["type:t"], [])
+        )
+        assert [c.id for c in taken.candidates] == [job.id for job in taken.jobs] == [second.pk, first.pk]
+        assert taken.candidates[0][2:] == ("default", "type:t", "type:t")
+        assert taken.recent == {"type:t": ""} and taken.running.keys == {"type:t": 1}  # counted before
+        assert [job.attempt for job in taken.jobs] == [1, 1]
+        round_.end()  # the store found one without room: nothing of it stays
+        assert _rows(drv).get(pk=first.pk).status == Status.QUEUED
+        taken = round_.take(
+            "w", ["default"], 1, [], [], keyed_only=True, first=Locks(["type:t"], ["type:t"], [])
+        )
+        round_.finish("w", [], None, {}, {"type:t": "[[1,1]]"})
+    row = _rows(drv).get(pk=second.pk)
+    assert (row.status, row.locked_by, row.attempts) == (Status.RUNNING, "w", 1)
+    # Started at the clock the round says it decided at.
+    assert abs(row.started_at.timestamp() * 1e6 - taken.running.now) < 1
+    assert _rows(drv).get(pk=first.pk).status == Status.QUEUED
+    assert drv.gates().get(key="type:t").recent == "[[1,1]]"
+
+
+@conformance
 def test_flow_prune_gates__deletes_what_the_predicate_lets_go(drv):
     drv.flow_add_gates(["a", "b", "c"])
     assert drv.flow_prune_gates(lambda key, recent: key == "b", batch_size=2) == 2

@@ -9,6 +9,8 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import registry, set_queue_limits, store
@@ -35,6 +37,12 @@ def _claim(worker: str, limit: int = 10, queue: str = "default", **options) -> s
 
 def _ids(claim: store.FlowClaim) -> list[int]:
     return [job.id for job in claim.jobs]
+
+
+def _takes() -> bool:
+    """Whether this database's driver takes a roomy round's jobs at once."""
+    with driver().flow_transaction() as round_:
+        return round_.takes
 
 
 def _running(type_name: str) -> int:
@@ -86,6 +94,43 @@ def test_claim_flowed__holds_a_type_to_its_concurrency_and_leaves_the_rest_queue
     store.complete("w1", [(ids[0], 1)])  # a slot frees when a job ends
     assert _ids(_claim("w2")) == [ids[2]]
     assert _running("test.flow_type") == 2
+
+
+def test_claim_flowed__a_round_that_took_its_jobs_at_once_and_found_one_without_room_leaves_nothing():
+    """A group whose last round had room takes its next jobs as it locks them (where the
+    driver can); one of them near or over a limit rolls that round back, and the rule of
+    a round step by step decides."""
+    first = store.enqueue("test.flow_type", {}).pk
+    assert _ids(_claim("w1")) == [first]  # one of two slots: room, the group goes at once next
+    later = [store.enqueue("test.flow_type", {}).pk for _ in range(3)]
+    with CaptureQueriesContext(connection) as seen:
+        second = _claim("w2")
+    assert _ids(second) == [later[0]] and [job.held for job in second.jobs] == [True]  # the last slot
+    if _takes():
+        said = [query["sql"] for query in seen.captured_queries]
+        took = next(i for i, sql in enumerate(said) if "clock_timestamp() AS at" in sql)
+        assert "ROLLBACK" in said[took + 1 :]
+    waiting = Job.objects.filter(pk__in=later[1:])
+    assert {(job.status, job.attempts, job.locked_by, job.started_at) for job in waiting} == {
+        (Status.QUEUED, 0, None, None)
+    }
+    assert _running("test.flow_type") == 2
+
+
+def test_claim_flowed__a_round_with_room_for_every_job_takes_them_at_once_and_counts_their_starts():
+    first = [store.enqueue("test.noop_limited", {}).pk for _ in range(3)]
+    assert _ids(_claim("w1")) == first
+    more = [store.enqueue("test.noop_limited", {}).pk for _ in range(4)]
+    with CaptureQueriesContext(connection) as seen:
+        assert _ids(_claim("w2")) == more
+    if _takes():
+        said = [query["sql"] for query in seen.captured_queries]
+        assert any("clock_timestamp() AS at" in sql for sql in said) and "ROLLBACK" not in said
+    rows = Job.objects.filter(pk__in=more)
+    assert {(job.status, job.locked_by, job.attempts) for job in rows} == {(Status.RUNNING, "w2", 1)}
+    assert len({job.started_at for job in rows}) == 1  # one moment, the decision's
+    window = Window.load(FlowGate.objects.get(key="type:test.noop_limited").recent)
+    assert sum(count for _, count in window.starts) == 7
 
 
 def test_claim_flowed__a_failed_try_frees_its_slot_too():
