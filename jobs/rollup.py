@@ -30,13 +30,14 @@ which ``jobs.store.prune`` calls.
 
 from __future__ import annotations
 
+import bisect
 import logging
-import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Sum
@@ -60,11 +61,20 @@ DEPTH_MARKER = ""  # the queue of the row that books a minute's depth sample
 ALL = ""  # the queue and the type of the rows that sum every queue, or every type
 
 
+def upper_bound(index: int) -> float:
+    """A bucket's upper bound, in seconds (a Prometheus histogram's ``le``)."""
+    return 2 ** (index / BUCKETS_PER_OCTAVE) / 1000
+
+
+# Each bucket's lower bound: bucket 0 is under a millisecond, bucket i from upper_bound(i - 1)
+# up to upper_bound(i), the last one has no upper bound. A supervisor buckets two durations
+# of every try it acknowledges, so the bucket is found by bisection, not by a logarithm.
+_LOWER_BOUNDS = tuple(upper_bound(index) for index in range(LAST_BUCKET))
+
+
 def bucket(seconds: float | None) -> int:
     """The histogram bucket of a duration."""
-    if seconds is None or seconds < 0.001:
-        return 0
-    return min(LAST_BUCKET, int(math.floor(BUCKETS_PER_OCTAVE * math.log2(seconds * 1000))) + 1)
+    return 0 if seconds is None else bisect.bisect_right(_LOWER_BOUNDS, seconds)
 
 
 def bucket_value(index: int) -> float:
@@ -72,11 +82,6 @@ def bucket_value(index: int) -> float:
     if index <= 0:
         return 0.0005
     return 2 ** ((index - 0.5) / BUCKETS_PER_OCTAVE) / 1000
-
-
-def upper_bound(index: int) -> float:
-    """A bucket's upper bound, in seconds (a Prometheus histogram's ``le``)."""
-    return 2 ** (index / BUCKETS_PER_OCTAVE) / 1000
 
 
 def span_start(moment: datetime, span: int) -> datetime:
@@ -87,9 +92,9 @@ def span_start(moment: datetime, span: int) -> datetime:
 # --- writing ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Finished:
-    """One finished try, as the rollup counts it."""
+class Finished(NamedTuple):
+    """One finished try, as the rollup counts it (a tuple: a supervisor makes one for every
+    try it acknowledges)."""
 
     queue: str
     type: str
@@ -98,7 +103,7 @@ class Finished:
     ran: float | None
 
     def with_outcome(self, outcome: str) -> Finished:
-        return Finished(self.queue, self.type, outcome, self.waited, self.ran)
+        return self._replace(outcome=outcome)
 
 
 Key = tuple[int, datetime, str, str, str, str, int]
