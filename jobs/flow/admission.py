@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from jobs.drivers.protocol import Candidate
 from jobs.flow.limits import TypeLimits, queue_key
@@ -62,7 +63,9 @@ class Rules:
     def gates(self, candidates: Iterable[Candidate]) -> set[str]:
         """Every gate a claim of these candidates locks: each limited queue's and each key's."""
         found: set[str] = set()
-        for candidate in candidates:
+        # A claim's candidates mostly share their queue, type and keys: each kind once.
+        for kind in {candidate[1:] for candidate in candidates}:
+            candidate = Candidate(0, *kind)
             limits = self.queues.get(candidate.queue)
             if limits is not None and limits.limited:
                 found.add(queue_key(candidate.queue))
@@ -115,6 +118,57 @@ class Admission:
     now: int = 0  # the database's clock the decision was made at (µs)
 
 
+@dataclass
+class _Demand:
+    """What taking every candidate of a claim adds to each limit (``_room_for_all``)."""
+
+    queues: Counter[str] = field(default_factory=Counter)  # queue → jobs
+    keys: Counter[str] = field(default_factory=Counter)  # concurrency key → jobs
+    rates: Counter[str] = field(default_factory=Counter)  # rate gate → starts
+    periods: dict[str, int] = field(default_factory=dict)  # rate gate → its longest period
+
+
+def _room_for_all(
+    chosen: list[Candidate],
+    profile_of: Callable[[tuple[Any, ...]], _Profile],
+    running_keys: Mapping[str, int],
+    running_queues: Mapping[str, int],
+    windows: Mapping[str, Window],
+    now: int,
+) -> _Demand | None:
+    """What taking every one of ``chosen`` adds to each limit, if each limit has room for
+    all of them with none of them near a concurrency limit, that is when ``admit``'s loop
+    would take each one and none alone; else None. Worked out per kind of candidate (a
+    claim's are mostly of one), not per candidate: far from every limit, the common case,
+    admission costs a claim next to nothing. Each test is the loop's for the last
+    candidate of a limit, the one that sees the most taken before it."""
+    demand = _Demand()
+    queue_limits: dict[str, int] = {}
+    key_limits: dict[str, int] = {}
+    rates: set[tuple[str, Rate]] = set()
+    for kind, count in Counter(candidate[1:] for candidate in chosen).items():
+        profile = profile_of(kind)
+        queue = profile.queue_limits.queue
+        demand.queues[queue] += count
+        if profile.queue_limits.concurrency is not None:
+            queue_limits[queue] = profile.queue_limits.concurrency
+        key, limit = profile.keys[0], profile.type_limits.concurrency
+        if key is not None and limit is not None:
+            demand.keys[key] += count
+            key_limits[key] = min(key_limits.get(key, limit), limit)  # types may share a key
+        for gate, rate in profile.rates:
+            demand.rates[gate] += count
+            rates.add((gate, rate))
+            demand.periods[gate] = max(demand.periods.get(gate, 0), rate.period)
+    if any((running_queues.get(q, 0) + demand.queues[q]) * 2 > most for q, most in queue_limits.items()):
+        return None
+    if any((running_keys.get(k, 0) + demand.keys[k]) * 2 > most for k, most in key_limits.items()):
+        return None
+    if any((windows.get(g) or Window()).used(now, rate) + demand.rates[g] > rate.count for g, rate in rates):
+        return None
+    return demand
+
+
 def admit(
     candidates: list[Candidate],
     want: int,
@@ -156,15 +210,30 @@ def admit(
         need = max(1, min(want, int(rate.count * GATHER)))
         return window.frees_at(now, rate, taken_rates[gate], need)
 
-    profiles: dict[tuple[str, str, str | None, str | None], _Profile] = {}
+    profiles: dict[tuple[Any, ...], _Profile] = {}
+
+    def profile_of(kind: tuple[Any, ...]) -> _Profile:
+        """The profile of the candidates of this kind (a candidate without its id)."""
+        found = profiles.get(kind)
+        if found is None:
+            found = profiles[kind] = _Profile.of(Candidate(0, *kind), rules)
+        return found
+
+    demand = _room_for_all(candidates[:want], profile_of, running_keys, running_queues, windows, now)
+    if demand is not None:  # every one of them is taken: no need to ask for each
+        chosen, candidates = candidates[:want], []
+        result.admitted = [candidate.id for candidate in chosen]
+        if any(profile.rekeyed for profile in profiles.values()):
+            result.rekeyed = {c.id: p.keys for c in chosen if (p := profile_of(c[1:])).rekeyed}
+        taken_queues.update(demand.queues)
+        taken_keys.update(demand.keys)
+        taken_rates.update(demand.rates)
+        periods.update(demand.periods)
     for candidate in candidates:
         if len(result.admitted) >= want:
             break
         queue = candidate.queue
-        signature = (queue, candidate.type, candidate.concurrency_key, candidate.rate_key)
-        profile = profiles.get(signature)
-        if profile is None:
-            profile = profiles[signature] = _Profile.of(candidate, rules)
+        profile = profile_of(candidate[1:])
         queue_limits, type_limits = profile.queue_limits, profile.type_limits
         concurrency_key, rate_key = profile.keys
         rates = profile.rates

@@ -3,10 +3,13 @@ declare, which candidates a claim admits, and how a worker splits and wakes its 
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from jobs.drivers.protocol import Candidate
+from jobs.flow import admission
 from jobs.flow.admission import Rules, admit
 from jobs.flow.limits import TypeLimits
 from jobs.flow.queues import Controls, QueueLimits
@@ -140,6 +143,61 @@ def test_admit__a_rate_records_the_starts_it_takes_and_says_when_it_frees():
     assert decided.admitted == [1, 2]
     assert decided.windows["type:rated"].starts == [(-int(0.5 * S), 1), (0, 2)]
     assert decided.rate_waits == {"type:rated": int(0.5 * S)}  # when the old start leaves
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_admit__deciding_a_roomy_claim_at_once_gives_what_deciding_each_candidate_gives(seed, monkeypatch):
+    """``admit`` takes a claim whose every limit has room for all of it without asking for
+    each candidate; on random claims (types sharing keys, per-key and type limits, queue
+    limits, rates, rows keyed before their type's limits) it decides as the loop does."""
+    chance = random.Random(seed)
+    limits = {
+        "wide": TypeLimits.declare(
+            "wide", concurrency=chance.choice([4, 40, 400]), rate=chance.choice([None, "50/s"])
+        ),
+        "keyed": TypeLimits.declare("keyed", concurrency=chance.choice([1, 30]), concurrency_key="k:{id}"),
+        "shared": TypeLimits.declare("shared", concurrency=chance.choice([2, 60]), concurrency_key="k:{id}"),
+        "rated": TypeLimits.declare("rated", rate=chance.choice(["3/s", "500/m"]), rate_key="r:{id}"),
+        "plain": None,
+    }
+    queues = {
+        "q": QueueLimits(
+            "q", concurrency=chance.choice([None, 8, 300]), rate=chance.choice([None, Rate(90, 60)])
+        )
+    }
+    candidates = []
+    for job_id in range(1, chance.randint(1, 40)):
+        type_name = chance.choice(list(limits))
+        declared = limits[type_name]
+        stored = declared.keys(type_name, {"id": chance.randint(1, 3)}) if declared else (None, None)
+        if chance.random() < 0.05:
+            stored = (None, None)  # enqueued before its type declared its limits
+        candidates.append(Candidate(job_id, type_name, chance.choice(["q", "other"]), *stored))
+    running_keys = {key: chance.randint(0, 3) for key in ("type:wide", "k:1", "k:2", "k:3")}
+    running_queues = {"q": chance.randint(0, 10)}
+    windows_text = {
+        gate: Window([(-chance.randint(1, S), chance.randint(0, 40))]).dump()
+        for gate in ("type:wide", "r:1", "queue:q")
+    }
+    want = chance.randint(1, 50)
+    rules = Rules(
+        queues={name: found for name, found in queues.items() if found.limited}, type_limits=limits.get
+    )
+
+    def decide() -> tuple:
+        windows = {gate: Window.load(text) for gate, text in windows_text.items()}
+        decided = admit(list(candidates), want, 0, rules, running_keys, running_queues, windows, idle=None)
+        return (
+            decided.admitted,
+            decided.rekeyed,
+            decided.alone,
+            decided.refused,
+            {gate: window.dump() for gate, window in decided.windows.items()},
+        )
+
+    at_once = decide()
+    monkeypatch.setattr(admission, "_room_for_all", lambda *args: None)
+    assert at_once == decide()
 
 
 def test_admit__a_claim_held_back_by_a_rate_waits_for_a_few_starts_not_for_one():
