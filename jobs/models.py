@@ -159,6 +159,15 @@ class Job(models.Model):
                 & (models.Q(concurrency_key__isnull=False) | models.Q(rate_key__isnull=False)),
                 name="jobs_claim_keyed",
             ),
+            # Flow control: the same jobs in claim order across queues, for the claim of a
+            # lane that serves several (the default lane): read from the front, where
+            # ``jobs_claim_keyed`` would have every due keyed job of those queues sorted.
+            models.Index(
+                fields=["priority", "run_at", "id"],
+                condition=models.Q(status="queued", due_later=False)
+                & (models.Q(concurrency_key__isnull=False) | models.Q(rate_key__isnull=False)),
+                name="jobs_claim_keyed_any",
+            ),
             # Flow control: the running jobs of a concurrency key, counted by a claim of
             # that key (an index-only probe) and by the admin's flow-control page. Partial:
             # only a running job with a limit has an entry.

@@ -147,6 +147,25 @@ FLOW_SCHEMA_UNDO = (
     "ALTER TABLE jobs_job DROP INDEX jobs_running_key, ADD INDEX jobs_running_key (concurrency_key)",
 )
 
+# --- the claim of keyed jobs across queues (migration 0019) ---
+
+# ``jobs_claim_keyed_any``: the queued jobs that carry a limit key, in claim order across
+# queues, for a lane that serves several. Led by ``flow_due``, 1 while the job is queued
+# with a key (and not due later) and NULL otherwise, as ``flow_queue`` is its queue: a job
+# without keys never moves in this index.
+CLAIM_KEYED_ANY_SCHEMA = (
+    "ALTER TABLE jobs_job DROP INDEX jobs_claim_keyed_any",
+    """ALTER TABLE jobs_job ADD COLUMN flow_due tinyint
+        GENERATED ALWAYS AS (IF(status = 'queued' AND NOT due_later
+                                AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL), 1, NULL)) STORED""",
+    "ALTER TABLE jobs_job ADD INDEX jobs_claim_keyed_any (flow_due, priority, run_at, id)",
+)
+CLAIM_KEYED_ANY_SCHEMA_UNDO = (
+    "ALTER TABLE jobs_job DROP INDEX jobs_claim_keyed_any",
+    "ALTER TABLE jobs_job DROP COLUMN flow_due",
+    "ALTER TABLE jobs_job ADD INDEX jobs_claim_keyed_any (priority, run_at, id)",
+)
+
 # --- sessions ---
 
 # Every session of the engine speaks UTC (``prepare_session``): Django stores UTC in the
@@ -268,10 +287,17 @@ SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (job
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
-FLOW_CANDIDATES_KEYED = """
+FLOW_CANDIDATES_KEYED_ONE_QUEUE = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_keyed)
- WHERE flow_queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
+ WHERE flow_queue = %s AND run_at <= CURRENT_TIMESTAMP(6){excluded}
  ORDER BY priority, run_at, id
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+FLOW_CANDIDATES_KEYED_QUEUES = """
+SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_keyed_any)
+ WHERE flow_due = 1 AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
+ ORDER BY flow_due, priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
@@ -541,8 +567,11 @@ VALUES {values}
                 full=placeholders(full_keys or [""]), waiting=placeholders(waiting_keys or [""])
             )
         excluded_params = [*(full_keys or [""]), *(waiting_keys or [""])] if excluded else []
-        if keyed_only:
-            statement = FLOW_CANDIDATES_KEYED.format(queues=placeholders(queues), excluded=excluded)
+        if keyed_only and len(queues) == 1:
+            statement = FLOW_CANDIDATES_KEYED_ONE_QUEUE.format(excluded=excluded)
+            params = [queues[0], *excluded_params, limit]
+        elif keyed_only:
+            statement = FLOW_CANDIDATES_KEYED_QUEUES.format(queues=placeholders(queues), excluded=excluded)
             params = [*queues, *excluded_params, limit]
         elif len(queues) == 1:
             statement = FLOW_CANDIDATES_ONE_QUEUE.format(excluded=excluded)

@@ -4,6 +4,7 @@ and the plan the claim query gets with many finished jobs in the table."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from datetime import timedelta
 
@@ -193,6 +194,64 @@ def _assert_mariadb_claim_plan(queues: list[str]) -> None:
     assert table["access_type"] in ("ref", "range"), text
     assert table["rows"] < 1_000, text  # the five ready rows' entries, not 20,000 or 40,000
     assert "filesort" not in text, text
+
+
+@pytest.mark.parametrize(
+    "queues", [["default"], ["default", "ai"]], ids=["one-queue lane", "several-queue lane"]
+)
+def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_wait(queues):
+    """5,000 queued jobs with limit keys: the flow-controlled claim's candidates of a lane
+    (its keyed jobs, ``keyed_only``) come from the front of ``jobs_claim_keyed`` (one queue;
+    PostgreSQL may also read the next one) or ``jobs_claim_keyed_any`` (several), in claim
+    order: nothing is sorted, so the claim
+    costs the same whatever the keyed backlog. On PostgreSQL the plan checked is the generic
+    one, which a claim's round uses."""
+    store.enqueue_many("test.flow_key", [{"account": n % 50} for n in range(5_000)])
+    index = "jobs_claim_keyed" if len(queues) == 1 else "jobs_claim_keyed_any"
+    if on_mariadb():
+        one = len(queues) == 1
+        template = mariadb.FLOW_CANDIDATES_KEYED_ONE_QUEUE if one else mariadb.FLOW_CANDIDATES_KEYED_QUEUES
+        statement = template.format(queues=", ".join(["%s"] * len(queues)), excluded="")
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE TABLE jobs_job")
+            cursor.fetchall()
+            cursor.execute("EXPLAIN FORMAT=JSON " + statement, [*queues, 2])
+            text = cursor.fetchone()[0]
+        (table,) = _tables(json.loads(text))
+        assert table["key"] == index, text
+        assert "filesort" not in text, text
+        return
+    statement = postgres.FLOW_CANDIDATES[True, len(queues) == 1]
+    names: list[str] = []
+    numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${_number(names, m.group(1))}", statement)
+    kinds = {"queue": "text", "queues": "varchar[]", "limit": "int", "full": "text[]", "waiting": "text[]"}
+    values = {
+        "queue": "'default'",
+        "queues": "ARRAY['default', 'ai']",
+        "limit": "2",
+        "full": "'{}'",
+        "waiting": "'{}'",
+    }
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_job")
+        cursor.execute(f"PREPARE candidates ({', '.join(kinds[name] for name in names)}) AS {numbered}")
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        try:
+            cursor.execute(f"EXPLAIN EXECUTE candidates ({', '.join(values[name] for name in names)})")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("RESET plan_cache_mode")
+            cursor.execute("DEALLOCATE candidates")
+    # Either keyed index serves one queue in claim order (the planner weighs them); several
+    # queues only the one across queues.
+    assert re.search(rf"Index Scan using ({index}|jobs_claim_keyed_any) on jobs_job", plan), plan
+    assert "Sort" not in plan, plan
+
+
+def _number(names: list[str], name: str) -> int:
+    if name not in names:
+        names.append(name)
+    return names.index(name) + 1
 
 
 def _tables(node: object) -> list[dict]:
