@@ -35,7 +35,7 @@ from jobs import registry, retries, rollup, tracing, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.orm import claimed_row_fields, micros, moment
-from jobs.drivers.protocol import Batch, ClaimedJob, FlowTransaction, Locks, Promoted, Running
+from jobs.drivers.protocol import Batch, ClaimedJob, FlowTransaction, Locks, Promoted, Running, Taken
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.flow import admission
 from jobs.flow.limits import RESERVED, TYPE_PREFIX
@@ -291,7 +291,7 @@ _known_gates: set[str] = set()
 _expected: dict[tuple[tuple[str, ...], bool], tuple[str, ...]] = {}
 _KNOWN_GATES_MAX = 100_000
 # The groups whose last round had room for every job it looked at, under type and queue
-# limits only: their next round takes its jobs at once (``_take_at_once``), where the
+# limits only: their next round takes its jobs at once (``_admit_taken``), where the
 # driver offers it. A round that finds a job without room puts its group back.
 _roomy: set[tuple[tuple[str, ...], bool]] = set()
 
@@ -408,7 +408,10 @@ def _flow_round(
     first = Locks(expected, [gate for gate in expected if gate.startswith(TYPE_PREFIX)], counted)
     with driver().flow_transaction() as round_:
         if expected and group in _roomy and round_.takes:
-            found = _take_at_once(round_, worker, queues, want, rules, full, waiting, keyed_only, idle, first)
+            at_once = round_.take(
+                worker, queues, want, sorted(full), sorted(waiting), keyed_only=keyed_only, first=first
+            )
+            found = _admit_taken(round_, worker, at_once, want, rules, idle)
             if found is not None:
                 return found
             round_.end()  # a job had no room: nothing of that round stays
@@ -477,26 +480,14 @@ def _flow_round(
     return taken, decided, len(candidates) < asked
 
 
-def _take_at_once(
-    round_: FlowTransaction,
-    worker: str,
-    queues: list[str],
-    want: int,
-    rules: admission.Rules,
-    full: set[str],
-    waiting: set[str],
-    keyed_only: bool,
-    idle: int | None,
-    first: Locks,
+def _admit_taken(
+    round_: FlowTransaction, worker: str, taken: Taken, want: int, rules: admission.Rules, idle: int | None
 ) -> tuple[list[ClaimedJob], admission.Admission | None, bool] | None:
-    """A round of ``_flow_round`` that expects room for every job (its group's last round
-    had it): the jobs are marked running as they are locked, in the round trip that locks
-    the type and queue gates, and admitted after. None, the round not committed, when one
-    of them had no room or counts against a gate not locked up front (a per-key limit, a
-    type new to the group): the caller rolls it back and makes a round of its own."""
-    taken = round_.take(
-        worker, queues, want, sorted(full), sorted(waiting), keyed_only=keyed_only, first=first
-    )
+    """The end of a round of ``_flow_round`` that expected room for every job (its group's
+    last round had it) and so took them at once (``FlowTransaction.take``): the jobs taken,
+    admitted now, and the round committed. None, the round not committed, when one of them
+    had no room or counts against a gate not locked up front (a per-key limit, a type new to
+    the group): the caller rolls it back and makes a round of its own."""
     if not taken.jobs:
         return [], None, True
     gates = rules.gates(taken.candidates)

@@ -183,16 +183,18 @@ _CANDIDATE_COLUMNS = "id, type, queue, concurrency_key, rate_key"
 _KEYED = "\n   AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL)"
 
 
-def _flow_candidates(queue_condition: str, keyed: str, columns: str = _CANDIDATE_COLUMNS) -> str:
-    return _FLOW_CANDIDATES.format(columns=columns, queue_condition=queue_condition, keyed=keyed)
+def _flow_candidates(columns: str = _CANDIDATE_COLUMNS) -> dict[tuple[bool, bool], str]:
+    """The candidates' statement in its four forms, by (keyed only, one queue)."""
+    return {
+        (keyed, one): _FLOW_CANDIDATES.format(
+            columns=columns, queue_condition=_ONE_QUEUE if one else _QUEUES, keyed=_KEYED if keyed else ""
+        )
+        for keyed in (False, True)
+        for one in (False, True)
+    }
 
 
-# By (keyed only, one queue).
-FLOW_CANDIDATES = {
-    (keyed, one): _flow_candidates(_ONE_QUEUE if one else _QUEUES, _KEYED if keyed else "")
-    for keyed in (False, True)
-    for one in (False, True)
-}
+FLOW_CANDIDATES = _flow_candidates()
 
 # A round that expects room for every job it takes (``FlowTransaction.take``): the
 # candidates above marked running at once, as the plain claim marks its jobs (one
@@ -215,13 +217,7 @@ RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, ste
 SELECT id, type, payload, attempts, max_attempts, queue, step_id, concurrency_key, rate_key, at
   FROM claimed ORDER BY priority, run_at, id
 """
-FLOW_TAKE = {
-    (keyed, one): _FLOW_TAKE.format(
-        candidates=_flow_candidates(_ONE_QUEUE if one else _QUEUES, _KEYED if keyed else "", "id")
-    )
-    for keyed in (False, True)
-    for one in (False, True)
-}
+FLOW_TAKE = {form: _FLOW_TAKE.format(candidates=ids) for form, ids in _flow_candidates("id").items()}
 
 # Under the gates' locks: the database's clock (µs since the epoch, read now, after the
 # locks were granted, so every claim of these keys commits before it) and the running jobs
@@ -608,11 +604,7 @@ class _FlowRound:
             [rows] = self._run(_BEGIN, _GENERIC_PLANS, (statement, params))
             return [Candidate(*row) for row in rows], {}, None
         locked, counted, rows = self._run(
-            _BEGIN,
-            _GENERIC_PLANS,
-            (FLOW_LOCK_GATES, {"gates": list(first.gates)}),
-            (FLOW_RUNNING, {"keys": list(first.keys), "counted": list(first.queues)}),
-            (statement, params),
+            _BEGIN, _GENERIC_PLANS, *_lock_and_count(*first), (statement, params)
         )
         return [Candidate(*row) for row in rows], dict(locked), _running(counted)
 
@@ -632,8 +624,7 @@ class _FlowRound:
         locked, counted, rows = self._run(
             _BEGIN,
             _GENERIC_PLANS,
-            (FLOW_LOCK_GATES, {"gates": list(first.gates)}),
-            (FLOW_RUNNING, {"keys": list(first.keys), "counted": list(first.queues)}),
+            *_lock_and_count(*first),
             (FLOW_TAKE[keyed_only, len(queues) == 1], params),
         )
         running = _running(counted)
@@ -645,10 +636,7 @@ class _FlowRound:
     def lock_and_count(
         self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
     ) -> tuple[dict[str, str], Running]:
-        locked, counted = self._run(
-            (FLOW_LOCK_GATES, {"gates": list(gates)}),
-            (FLOW_RUNNING, {"keys": list(keys), "counted": list(queues)}),
-        )
+        locked, counted = self._run(*_lock_and_count(gates, keys, queues))
         return dict(locked), _running(counted)
 
     def finish(
@@ -696,6 +684,16 @@ class _FlowRound:
         # A broken connection is the guard's to handle.
         with contextlib.suppress(Exception), self.driver.cursor() as cursor:
             cursor.execute("ROLLBACK")
+
+
+def _lock_and_count(
+    gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
+) -> tuple[tuple[str, Mapping[str, Any]], tuple[str, Mapping[str, Any]]]:
+    """The statements of ``FlowTransaction.lock_and_count``: the gates' lock, then the counts."""
+    return (FLOW_LOCK_GATES, {"gates": list(gates)}), (
+        FLOW_RUNNING,
+        {"keys": list(keys), "counted": list(queues)},
+    )
 
 
 def _candidates_params(
@@ -746,7 +744,8 @@ class PostgresDriver(OrmDriver):
         """
         if not jobs_settings.PREPARED_STATEMENTS:
             return self.execute(statement, params)
-        with self._server_cursor() as cursor:
+        [cursor] = self._server_cursors(1)
+        with cursor:
             cursor.execute(statement, params)
             return cursor.fetchall()
 
@@ -758,7 +757,7 @@ class PostgresDriver(OrmDriver):
         ``JOBS_PREPARED_STATEMENTS=false``), each through Django's cursor wrapper: the rows
         of each, None for one that returns none. A statement that fails raises here, and
         the ones after it did not run."""
-        cursors = [self._server_cursor() for _ in statements]
+        cursors = self._server_cursors(len(statements))
         try:
             connection = self.connection
             with connection.wrap_database_errors:
@@ -771,19 +770,20 @@ class PostgresDriver(OrmDriver):
             for cursor in cursors:
                 cursor.close()
 
-    def _server_cursor(self) -> Any:
-        """A cursor of Django's wrapping (as ``connection.cursor()`` makes one: the execute
-        wrappers, the query log under DEBUG) around psycopg's server-side binding cursor,
-        preparing each statement unless ``JOBS_PREPARED_STATEMENTS=false``."""
+    def _server_cursors(self, count: int) -> list[Any]:
+        """``count`` cursors of Django's wrapping (as ``connection.cursor()`` makes one: the
+        execute wrappers, the query log under DEBUG) around psycopg's server-side binding
+        cursor, preparing each statement unless ``JOBS_PREPARED_STATEMENTS=false``; the
+        connection checked once for them all."""
         connection = self.connection
         connection.close_if_health_check_failed()
         connection.ensure_connection()
         raw = connection.connection
         if raw.prepare_threshold is None:
             raw.prepare_threshold = 2**31 - 1  # prepare only what asks for it explicitly
+        cursor_class = _preparing_cursor() if jobs_settings.PREPARED_STATEMENTS else _plain_cursor()
         with connection.wrap_database_errors:
-            cursor_class = _preparing_cursor() if jobs_settings.PREPARED_STATEMENTS else _plain_cursor()
-            return connection._prepare_cursor(cursor_class(raw))  # type: ignore[attr-defined]
+            return [connection._prepare_cursor(cursor_class(raw)) for _ in range(count)]  # type: ignore[attr-defined]
 
     def prepare_supervisor_session(self, connection: BaseDatabaseWrapper) -> None:
         with connection.cursor() as cursor:
