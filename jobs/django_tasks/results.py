@@ -21,6 +21,7 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
 from jobs import registry
 from jobs.django_tasks import rows, types
+from jobs.django_tasks.rows import TaskRecord
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
 
@@ -63,7 +64,7 @@ def enqueued(task: Task, job: Job) -> TaskResult:
 
 
 # Rows read ahead for the tasks of the batch a worker's child is about to run: by id.
-_prefetched: dict[int, tuple[Job, bool]] = {}
+_prefetched: dict[int, tuple[TaskRecord, bool]] = {}
 
 
 def prefetch(job_ids: list[int]) -> None:
@@ -88,7 +89,7 @@ def load(job_id: int, task: Task | None = None) -> TaskResult:
     return build(row, tries, task if task is not None else _task_of(row))
 
 
-def build(row: Job, tries: list[JobAttempt], task: Task) -> TaskResult:
+def build(row: TaskRecord, tries: list[JobAttempt], task: Task) -> TaskResult:
     starts = [attempt.started_at for attempt in tries if attempt.started_at]
     if row.started_at:
         starts.append(row.started_at)
@@ -131,7 +132,7 @@ def _error(attempt: JobAttempt) -> TaskError:
     )
 
 
-def _task_of(row: Job) -> Task:
+def _task_of(row: TaskRecord) -> Task:
     if registry.declared(row.type):
         raise TaskResultDoesNotExist(f"#{row.pk} is a {row.type} job, not a django.tasks task.")
     try:
@@ -140,7 +141,7 @@ def _task_of(row: Job) -> Task:
         raise TaskResultDoesNotExist(f"Task result {row.pk}: {exc}") from exc
 
 
-def _as_enqueued(task: Task, row: Job) -> Task:
+def _as_enqueued(task: Task, row: TaskRecord) -> Task:
     """The task with the queue, priority and run_after its row was given."""
     changes: dict[str, Any] = {}
     if row.queue != task.queue_name:
