@@ -46,7 +46,7 @@ class Endings:
             return True
         returned = child.returned
         batch, settled, took = child.finish()
-        child.lane.observe(took, batch)
+        child.lane.observe(took, batch, first=child.batches_done == 1)
         for index, job in enumerate(batch):
             if index not in settled:
                 self.ended(job, returned.get(index, SUCCEEDED), took / len(batch))

@@ -66,6 +66,7 @@ class Child:
         # Successes reported so far (a result or a log to store), by index in the batch.
         self.returned: dict[int, Outcome] = {}
         self.sent_at = 0.0
+        self.batches_done = 0
 
     @property
     def busy(self) -> bool:
@@ -96,6 +97,7 @@ class Child:
         atomic), and how long it took (read ``returned`` first: it is emptied too)."""
         batch, settled, took = self.batch, self.settled, time.monotonic() - self.sent_at
         self.batch, self.settled, self.returned = [], set(), {}
+        self.batches_done += 1
         return batch, settled, took
 
     def kill(self) -> None:
@@ -297,13 +299,22 @@ class Lane:
             want += min(max_prefetch, self.slots * size)
         return max(0, want - len(self.buffer))
 
-    def observe(self, took: float, batch: list[ClaimedJob]) -> None:
-        """A batch ended after ``took`` seconds: the lane's pace, and each type's longest try."""
+    def observe(self, took: float, batch: list[ClaimedJob], *, first: bool = False) -> None:
+        """A batch ended after ``took`` seconds: the lane's pace, and each type's longest try.
+        A child's ``first`` batch also paid for the child's own set-up (its first connection,
+        its handlers' imports: tens of milliseconds): its tries are noted, but it does not
+        set the pace, which would otherwise keep batches of one job for dozens of batches
+        after every start while that figure decays."""
         each = took / max(1, len(batch))
-        previous = self.average_duration
-        self.average_duration = each if previous is None else previous * 0.8 + each * 0.2
         for job in batch:
             self.note(job, each)
+        if first:
+            return
+        # A batch of n jobs is n tries at its pace: it moves the average as n tries in a
+        # row would, so batches grow to their size within a few batches of short jobs.
+        kept = 0.8 ** len(batch)
+        previous = self.average_duration
+        self.average_duration = each if previous is None else previous * kept + each * (1 - kept)
 
     def note(self, job: ClaimedJob, took: float) -> None:
         """How long one try took (however it ended): what tells a short type from a long one."""

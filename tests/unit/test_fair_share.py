@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from jobs.store import ClaimedJob
 from jobs.worker.pool import Lane
 
@@ -161,3 +163,23 @@ def test_observe__keeps_each_types_and_queues_longest_try():
     shared.note(job(4, "mail.job"), 2.0)
     assert shared.longest == {"ai.job": 0.25, "mail.job": 2.0}
     assert shared.longest_in_queue == {"ai": 0.25, "mail": 2.0}
+
+
+def test_observe__a_childs_first_batch_notes_its_tries_but_does_not_set_the_pace():
+    shared = lane()
+    shared.observe(0.030, [job(1, "ai.job")], first=True)  # a new child's set-up and one job
+    assert shared.average_duration is None
+    assert shared.batch_size(0.02) == 1  # the pace is not known yet
+    assert shared.longest == {"ai.job": 0.030}
+    shared.observe(0.0002, [job(2, "ai.job")])
+    assert shared.average_duration == 0.0002
+    assert shared.batch_size(0.02) == 64  # short jobs: full batches from the next one
+
+
+def test_observe__a_batch_moves_the_pace_as_many_tries_as_it_held():
+    shared = lane()
+    shared.observe(0.004, [job(1, "ai.job")])
+    shared.observe(0.001, [job(n, "ai.job") for n in range(2, 7)])  # five tries of 0.2 ms
+    assert shared.average_duration == pytest.approx(0.004 * 0.8**5 + 0.0002 * (1 - 0.8**5))
+    shared.observe(0.5, [job(7, "ai.job")])  # one slow try: one try's weight
+    assert shared.average_duration == pytest.approx(0.004 * 0.8**6 + 0.0002 * (1 - 0.8**5) * 0.8 + 0.5 * 0.2)

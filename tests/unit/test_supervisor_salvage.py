@@ -87,6 +87,7 @@ def running(supervisor: Supervisor, conn, batch: list[ClaimedJob], index: int, s
     child.progress, child.progress_written = ProgressSlot(multiprocessing.get_context()), 0
     child.conn, child.process = conn, Process()
     child.batch, child.settled, child.returned, child.sent_at = batch, set(), {}, started
+    child.batches_done = 0
     child.state[CURRENT], child.state[STARTED] = index, started
     child.lane.children.append(child)
     return child
