@@ -56,8 +56,12 @@ def test_workers_survive_a_postgres_restart_without_losing_or_repeating_jobs(sta
     version = _cluster_version()
     if version is None:
         pytest.skip("set TEST_RESTART_POSTGRES=1 (make test does), as root with a local cluster")
+    # Jobs of 10 ms: the workers' four children run at most 400 a second, so the backlog
+    # outlasts the restart (7.5 s of work; the restart comes after 300). With 2 ms jobs a
+    # quick machine could finish them all before the restart broke a connection, and the
+    # throughput awaited after it could never come.
     total = 3000
-    jobs.enqueue_many("test.record", [{"sleep": 0.002} for _ in range(total)])
+    jobs.enqueue_many("test.record", [{"sleep": 0.01} for _ in range(total)])
     # A lease longer than the workers' longest reconnect wait (5 s), so that no worker is
     # taken for dead while it waits for the database to come back.
     calm = {"LOG_LEVEL": "WARNING", "JOBS_WORKER_LEASE": "20", "JOBS_REAP_AFTER": "30"}
