@@ -5,21 +5,10 @@ and the conditional unique constraint there, and this migration builds their equ
 from django.db import migrations
 
 from jobs.drivers import mariadb
-
-
-def create(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.SCHEMA:
-            schema_editor.execute(statement)
-
-
-def drop(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.SCHEMA_UNDO:
-            schema_editor.execute(statement)
+from jobs.migrations._mariadb import on_mariadb
 
 
 class Migration(migrations.Migration):
     atomic = False  # MariaDB cannot roll DDL back; each statement commits on its own
     dependencies = [("platform", "0009_dedupe_key_newest_first")]
-    operations = [migrations.RunPython(create, drop)]
+    operations = [on_mariadb(mariadb.SCHEMA, mariadb.SCHEMA_UNDO)]

@@ -14,6 +14,7 @@ from django.db import migrations, models
 from django.db.models.functions import Now
 
 from jobs.drivers import mariadb
+from jobs.migrations._mariadb import on_mariadb
 
 
 def flag_waiting_jobs(apps, schema_editor):
@@ -23,31 +24,13 @@ def flag_waiting_jobs(apps, schema_editor):
     )
 
 
-def mariadb_shapes(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.SCHEMA_DUE_LATER:
-            schema_editor.execute(statement)
-
-
-def mariadb_shapes_undo(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.SCHEMA_DUE_LATER_UNDO:
-            schema_editor.execute(statement)
-
-
-def mariadb_claim_0010(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.SCHEMA_CLAIM_0010:
-            schema_editor.execute(statement)
-
-
 class Migration(migrations.Migration):
     atomic = False  # MariaDB cannot roll DDL back; each statement commits on its own
     dependencies = [("platform", "0011_timers")]
 
     operations = [
         # Reversed last: 0010's MariaDB shapes of the claim indexes come back.
-        migrations.RunPython(migrations.RunPython.noop, mariadb_claim_0010),
+        on_mariadb((), mariadb.SCHEMA_CLAIM_0010),
         migrations.RemoveIndex(model_name="job", name="jobs_claim"),
         migrations.RemoveIndex(model_name="job", name="jobs_claim_any"),
         migrations.AddField(
@@ -80,5 +63,5 @@ class Migration(migrations.Migration):
                 name="jobs_due_later",
             ),
         ),
-        migrations.RunPython(mariadb_shapes, mariadb_shapes_undo),
+        on_mariadb(mariadb.SCHEMA_DUE_LATER, mariadb.SCHEMA_DUE_LATER_UNDO),
     ]

@@ -8,18 +8,7 @@ import django.db.models.functions.datetime
 from django.db import migrations, models
 
 from jobs.drivers import mariadb
-
-
-def create_mariadb_schema(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.WORKFLOW_SCHEMA:
-            schema_editor.execute(statement)
-
-
-def drop_mariadb_schema(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.WORKFLOW_SCHEMA_UNDO:
-            schema_editor.execute(statement)
+from jobs.migrations._mariadb import on_mariadb
 
 
 class Migration(migrations.Migration):
@@ -110,5 +99,5 @@ class Migration(migrations.Migration):
             constraint=models.UniqueConstraint(fields=('workflow', 'name'), name='jobs_workflow_step_name'),
         ),
         # MariaDB cannot roll DDL back: its statements run outside a transaction.
-        migrations.RunPython(create_mariadb_schema, drop_mariadb_schema, atomic=False),
+        on_mariadb(mariadb.WORKFLOW_SCHEMA, mariadb.WORKFLOW_SCHEMA_UNDO, atomic=False),
     ]

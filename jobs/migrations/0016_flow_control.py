@@ -6,18 +6,7 @@ builds both indexes its own way (``jobs.drivers.mariadb.FLOW_SCHEMA``)."""
 from django.db import migrations, models
 
 from jobs.drivers import mariadb
-
-
-def reshape(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.FLOW_SCHEMA:
-            schema_editor.execute(statement)
-
-
-def unshape(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.FLOW_SCHEMA_UNDO:
-            schema_editor.execute(statement)
+from jobs.migrations._mariadb import on_mariadb
 
 
 class Migration(migrations.Migration):
@@ -82,5 +71,5 @@ class Migration(migrations.Migration):
                 name="jobs_claim_keyed",
             ),
         ),
-        migrations.RunPython(reshape, unshape),
+        on_mariadb(mariadb.FLOW_SCHEMA, mariadb.FLOW_SCHEMA_UNDO),
     ]

@@ -6,18 +6,7 @@ builds it its own way (``jobs.drivers.mariadb.CLAIM_KEYED_ANY_SCHEMA``)."""
 from django.db import migrations, models
 
 from jobs.drivers import mariadb
-
-
-def reshape(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.CLAIM_KEYED_ANY_SCHEMA:
-            schema_editor.execute(statement)
-
-
-def unshape(apps, schema_editor):
-    if schema_editor.connection.vendor == "mysql":
-        for statement in mariadb.CLAIM_KEYED_ANY_SCHEMA_UNDO:
-            schema_editor.execute(statement)
+from jobs.migrations._mariadb import on_mariadb
 
 
 class Migration(migrations.Migration):
@@ -35,5 +24,5 @@ class Migration(migrations.Migration):
                 name="jobs_claim_keyed_any",
             ),
         ),
-        migrations.RunPython(reshape, unshape),
+        on_mariadb(mariadb.CLAIM_KEYED_ANY_SCHEMA, mariadb.CLAIM_KEYED_ANY_SCHEMA_UNDO),
     ]
