@@ -13,6 +13,7 @@ its errors end with ``jobs.errors.TaskCancelled``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.tasks import Task, TaskResult, TaskResultStatus
@@ -21,7 +22,7 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
 from jobs import registry
 from jobs.django_tasks import rows, types
-from jobs.django_tasks.rows import TaskRecord
+from jobs.drivers.protocol import TaskRow
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
 
@@ -64,7 +65,7 @@ def enqueued(task: Task, job: Job) -> TaskResult:
 
 
 # Rows read ahead for the tasks of the batch a worker's child is about to run: by id.
-_prefetched: dict[int, tuple[TaskRecord, bool]] = {}
+_prefetched: dict[int, TaskRow] = {}
 
 
 def prefetch(job_ids: list[int]) -> None:
@@ -81,15 +82,14 @@ def load(job_id: int, task: Task | None = None) -> TaskResult:
 
     One statement, and a second one for the failed tries only when there are any.
     """
-    found = _prefetched.pop(job_id, None) or rows.read([job_id]).get(job_id)
-    if found is None:
+    row = _prefetched.pop(job_id, None) or rows.read([job_id]).get(job_id)
+    if row is None:
         raise TaskResultDoesNotExist(f"No task result {job_id}: never enqueued, or pruned.")
-    row, tried = found
-    tries = list(JobAttempt.objects.filter(job_id=job_id).order_by("id")) if tried else []
+    tries = list(JobAttempt.objects.filter(job_id=job_id).order_by("id")) if row.tried else []
     return build(row, tries, task if task is not None else _task_of(row))
 
 
-def build(row: TaskRecord, tries: list[JobAttempt], task: Task) -> TaskResult:
+def build(row: TaskRow, tries: list[JobAttempt], task: Task) -> TaskResult:
     starts = [attempt.started_at for attempt in tries if attempt.started_at]
     if row.started_at:
         starts.append(row.started_at)
@@ -97,23 +97,25 @@ def build(row: TaskRecord, tries: list[JobAttempt], task: Task) -> TaskResult:
     if row.status in (Status.RUNNING, Status.SUCCEEDED) and row.locked_by:
         workers.append(row.locked_by)  # the try running now, or the one that succeeded
     errors = [_error(attempt) for attempt in tries]
+    payload = json.loads(row.payload)
     if row.status == Status.CANCELLED:
         errors.append(CANCELLED)
     result: TaskResult[Any, Any] = TaskResult(
         task=_as_enqueued(task, row),
-        id=str(row.pk),
+        id=str(row.id),
         status=STATUSES[Status(row.status)],
         enqueued_at=row.created_at,
         started_at=min(starts, default=None),
         finished_at=row.finished_at,
         last_attempted_at=max(starts, default=None),
-        args=row.payload.get("args", []),
-        kwargs=row.payload.get("kwargs", {}),
+        args=payload.get("args", []),
+        kwargs=payload.get("kwargs", {}),
         backend=task.backend,
         errors=errors,
         worker_ids=workers,
     )
-    object.__setattr__(result, "_return_value", row.result)  # how django.tasks' backends set it
+    returned = None if row.result is None else json.loads(row.result)
+    object.__setattr__(result, "_return_value", returned)  # how django.tasks' backends set it
     return result
 
 
@@ -132,16 +134,16 @@ def _error(attempt: JobAttempt) -> TaskError:
     )
 
 
-def _task_of(row: TaskRecord) -> Task:
+def _task_of(row: TaskRow) -> Task:
     if registry.declared(row.type):
-        raise TaskResultDoesNotExist(f"#{row.pk} is a {row.type} job, not a django.tasks task.")
+        raise TaskResultDoesNotExist(f"#{row.id} is a {row.type} job, not a django.tasks task.")
     try:
         return types.import_task(row.type)
     except UnknownJobType as exc:
-        raise TaskResultDoesNotExist(f"Task result {row.pk}: {exc}") from exc
+        raise TaskResultDoesNotExist(f"Task result {row.id}: {exc}") from exc
 
 
-def _as_enqueued(task: Task, row: TaskRecord) -> Task:
+def _as_enqueued(task: Task, row: TaskRow) -> Task:
     """The task with the queue, priority and run_after its row was given."""
     changes: dict[str, Any] = {}
     if row.queue != task.queue_name:
