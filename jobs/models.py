@@ -403,6 +403,14 @@ class FlowGate(models.Model):
 
     key = models.CharField(max_length=255, primary_key=True)
     recent = models.TextField(blank=True, default="")
+    # What the gate's type or queue limits surely still allow, reckoned by the last claim
+    # that counted (``jobs.flow.spare``): a claim within them takes its jobs in one
+    # statement, without counting. Void when ``spare_basis`` is not the limits in force,
+    # or after ``spare_until`` (µs of the database's clock).
+    spare_slots = models.IntegerField(null=True, blank=True)
+    spare_starts = models.IntegerField(null=True, blank=True)
+    spare_until = models.BigIntegerField(null=True, blank=True)
+    spare_basis = models.CharField(max_length=100, blank=True, default="")
 
     class Meta:
         db_table = "jobs_flow_gate"

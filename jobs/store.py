@@ -35,10 +35,20 @@ from jobs import registry, retries, rollup, tracing, validation
 from jobs.conf import jobs_settings
 from jobs.drivers import driver
 from jobs.drivers.orm import claimed_row_fields, micros, moment
-from jobs.drivers.protocol import Batch, ClaimedJob, FlowTransaction, Locks, Promoted, Running, Taken
+from jobs.drivers.protocol import (
+    Batch,
+    Candidate,
+    ClaimedJob,
+    FlowTransaction,
+    Locks,
+    Promoted,
+    Running,
+    SparedPlan,
+    Taken,
+)
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.flow import admission
-from jobs.flow.limits import RESERVED, TYPE_PREFIX
+from jobs.flow.limits import RESERVED, TYPE_PREFIX, queue_key
 from jobs.flow.rates import Window
 from jobs.models import ACTIVE, Job, JobAttempt, Status, TryLog, Worker
 from jobs.rollup import Finished
@@ -294,6 +304,10 @@ _KNOWN_GATES_MAX = 100_000
 # limits only: their next round takes its jobs at once (``_admit_taken``), where the
 # driver offers it. A round that finds a job without room puts its group back.
 _roomy: set[tuple[tuple[str, ...], bool]] = set()
+# The kinds of job each roomy group's rounds took: each type with the limit keys its rows
+# store, where those are the keys in force. A claim within the gates' spares takes these
+# and no others (``_spared_plan``).
+_kinds: dict[tuple[tuple[str, ...], bool], dict[str, tuple[str | None, str | None]]] = {}
 
 
 @dataclass
@@ -406,6 +420,12 @@ def _flow_round(
     expected = [gate for gate in _expected.get(group, ()) if gate in _known_gates]
     counted = sorted(q for q in queues if (limits := rules.queues.get(q)) is not None and limits.concurrency)
     first = Locks(expected, [gate for gate in expected if gate.startswith(TYPE_PREFIX)], counted)
+    if expected and group in _roomy and (plan := _spared_plan(group, queues, rules, expected)) is not None:
+        spared = driver().flow_take_spared(
+            worker, queues, want, sorted(full), sorted(waiting), keyed_only=keyed_only, plan=plan
+        )
+        if spared is not None:  # within the spares: no count, no decision
+            return spared, admission.Admission(), len(spared) < want
     with driver().flow_transaction() as round_:
         if expected and group in _roomy and round_.takes:
             at_once = round_.take(
@@ -413,6 +433,7 @@ def _flow_round(
             )
             found = _admit_taken(round_, worker, at_once, want, rules, idle)
             if found is not None:
+                _note_roomy(group, at_once.candidates, rules)
                 return found
             round_.end()  # a job had no room: nothing of that round stays
             _roomy.discard(group)
@@ -464,20 +485,68 @@ def _flow_round(
             running.queues if running else {},
             windows,
             idle,
+            reckon=typed,
         )
         claimed = round_.finish(
             worker,
             decided.admitted,
             moment(now) if running is not None else None,
             decided.rekeyed,
-            {key: window.dump() for key, window in decided.windows.items()},
+            decided.gates,
         )
         taken = [job._replace(held=True) if job.id in decided.alone else job for job in claimed]
     if not keyed and not (decided.refused or decided.deferred or decided.alone or decided.rekeyed):
-        _roomy.add(group)
+        _note_roomy(group, candidates, rules)
     else:
         _roomy.discard(group)
     return taken, decided, len(candidates) < asked
+
+
+def _note_roomy(
+    group: tuple[tuple[str, ...], bool], candidates: Iterable[Candidate], rules: admission.Rules
+) -> None:
+    """A round of ``group`` had room for every job it looked at, under type and queue limits
+    only: its kinds of job may be taken within the spares from now on."""
+    _roomy.add(group)
+    kinds = _kinds.setdefault(group, {})
+    for candidate in candidates:
+        stored = (candidate.concurrency_key, candidate.rate_key)
+        if rules.keys(candidate) == stored:
+            kinds[candidate.type] = stored
+
+
+def _spared_plan(
+    group: tuple[tuple[str, ...], bool],
+    queues: Sequence[str],
+    rules: admission.Rules,
+    expected: Sequence[str],
+) -> SparedPlan | None:
+    """What a claim of ``group`` within the spares of its ``expected`` gates holds its jobs
+    to; None when it cannot be one (a limited queue whose gate it would not lock)."""
+    gates = set(expected)
+    if any(queue_key(q) not in gates for q in queues if (held := rules.queues.get(q)) and held.limited):
+        return None
+    bases, periods = [], []
+    for gate in expected:
+        limits = rules.gate_limits(gate)
+        if limits is None:
+            return None
+        bases.append(limits.basis)
+        periods.append(limits.period)
+    # Only kinds whose every key's gate is locked: a type's own gate, the others none.
+    kinds = {
+        name: keys
+        for name, keys in _kinds.get(group, {}).items()
+        if all(key is None or key in gates for key in keys)
+    }
+    return SparedPlan(
+        list(expected),
+        bases,
+        periods,
+        list(kinds),
+        [keys[0] for keys in kinds.values()],
+        [keys[1] for keys in kinds.values()],
+    )
 
 
 def _admit_taken(
@@ -496,11 +565,19 @@ def _admit_taken(
     windows = {key: Window.load(text) for key, text in taken.recent.items() if key in gates}
     running = taken.running
     decided = admission.admit(
-        taken.candidates, want, running.now, rules, running.keys, running.queues, windows, idle
+        taken.candidates,
+        want,
+        running.now,
+        rules,
+        running.keys,
+        running.queues,
+        windows,
+        idle,
+        reckon=[gate for gate in gates if gate.startswith(RESERVED)],
     )
     if len(decided.admitted) < len(taken.jobs) or decided.alone or decided.rekeyed:
         return None
-    round_.finish(worker, [], None, {}, {key: window.dump() for key, window in decided.windows.items()})
+    round_.finish(worker, [], None, {}, decided.gates)
     return taken.jobs, decided, len(taken.jobs) < want
 
 

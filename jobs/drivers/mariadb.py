@@ -21,7 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from jobs.drivers.orm import OrmDriver, placeholders
-from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Done, Promoted, Running, StepRow
+from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Done, GateSave, Promoted, Running, StepRow
 
 # --- schema (migration 0010) ---
 
@@ -327,8 +327,13 @@ UPDATE jobs_job
 """
 FLOW_CLAIMED_ROWS = f"SELECT {_CLAIMED_COLUMNS} FROM jobs_job WHERE id IN ({{ids}})"
 
-# The rate windows of the (locked) gates that took starts, in one statement.
-FLOW_SAVE_GATES = "UPDATE jobs_flow_gate SET recent = CASE `key` {cases} END WHERE `key` IN ({keys})"
+# What a round stores of the (locked) gates (``GateSave``: windows, spares), in one statement.
+FLOW_SAVE_GATES = """
+UPDATE jobs_flow_gate
+   SET recent = CASE `key` {cases} END, spare_slots = CASE `key` {cases} END,
+       spare_starts = CASE `key` {cases} END, spare_until = CASE `key` {cases} END,
+       spare_basis = CASE `key` {cases} END
+ WHERE `key` IN ({keys})"""
 
 # --- enqueue ---
 
@@ -619,12 +624,13 @@ VALUES {values}
         order = {job_id: position for position, job_id in enumerate(ids)}
         return sorted((ClaimedJob(*row) for row in rows), key=lambda job: order[job.id])
 
-    def flow_save_gates(self, windows: Mapping[str, str]) -> None:
-        cases = " ".join(["WHEN %s THEN %s"] * len(windows))
-        params = [value for pair in windows.items() for value in pair]
-        self.execute(
-            FLOW_SAVE_GATES.format(cases=cases, keys=placeholders(list(windows))), [*params, *windows]
-        )
+    def flow_save_gates(self, gates: Mapping[str, GateSave]) -> None:
+        cases = " ".join(["WHEN %s THEN %s"] * len(gates))
+        params: list[object] = []
+        for column in zip(*gates.values(), strict=True):  # a CASE per column of GateSave
+            for key, value in zip(gates, column, strict=True):
+                params += [key, value]
+        self.execute(FLOW_SAVE_GATES.format(cases=cases, keys=placeholders(list(gates))), [*params, *gates])
 
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None

@@ -31,10 +31,12 @@ from jobs.drivers.protocol import (
     ClaimedJob,
     Done,
     FlowTransaction,
+    GateSave,
     Locks,
     Promoted,
     RollupRow,
     Running,
+    SparedPlan,
     StepRow,
     Subscription,
     Taken,
@@ -177,11 +179,11 @@ class _StepByStep:
         ids: Sequence[int],
         at: datetime | None,
         rekeyed: Mapping[int, tuple[str | None, str | None]],
-        windows: Mapping[str, str],
+        gates: Mapping[str, GateSave],
     ) -> list[ClaimedJob]:
         claimed = self.driver.flow_mark_claimed(worker, ids, at, rekeyed) if ids else []
-        if windows:
-            self.driver.flow_save_gates(windows)
+        if gates:
+            self.driver.flow_save_gates(gates)
         return claimed  # the atomic block commits as it ends
 
 
@@ -496,9 +498,22 @@ SELECT minute, measure, total,
         claimed = sorted(self.jobs().filter(id__in=ids), key=lambda job: order[job.id])
         return [_claimed_job(job) for job in claimed]
 
-    def flow_save_gates(self, windows: Mapping[str, str]) -> None:
-        for key, recent in windows.items():
-            self.gates().filter(key=key).update(recent=recent)
+    def flow_save_gates(self, gates: Mapping[str, GateSave]) -> None:
+        for key, saved in gates.items():
+            self.gates().filter(key=key).update(**saved._asdict())
+
+    def flow_take_spared(
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool,
+        plan: SparedPlan,
+    ) -> list[ClaimedJob] | None:
+        return None  # the portable round always counts
 
     def flow_prune_gates(self, keep: Callable[[str, str], bool], batch_size: int) -> int:
         pruned = 0

@@ -33,13 +33,17 @@ from jobs.drivers.protocol import (
     ClaimedJob,
     Done,
     FlowTransaction,
+    GateSave,
     Locks,
     Promoted,
     Running,
+    SparedPlan,
     StepRow,
     Taken,
     TaskRow,
 )
+from jobs.flow.limits import QUEUE_PREFIX
+from jobs.flow.rates import GRAIN, MICROS
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -246,11 +250,16 @@ SELECT key, recent FROM jobs_flow_gate
    FOR UPDATE
 """
 
-# The rate windows of the (locked) gates that took starts: alone, the end of a round whose
-# jobs were marked running as they were locked (``FlowTransaction.take``).
+# What a round stores of the (locked) gates (``GateSave``: rate windows, spares): alone,
+# the end of a round whose jobs were marked running as they were locked
+# (``FlowTransaction.take``).
 FLOW_SAVE_GATES = """
-UPDATE jobs_flow_gate AS g SET recent = w.recent
-  FROM unnest(%(gate_keys)s::text[], %(gate_recent)s::text[]) AS w(key, recent)
+UPDATE jobs_flow_gate AS g
+   SET recent = w.recent, spare_slots = w.slots, spare_starts = w.starts, spare_until = w.until,
+       spare_basis = w.basis
+  FROM unnest(%(gate_keys)s::text[], %(gate_recent)s::text[], %(gate_slots)s::int[],
+              %(gate_starts)s::int[], %(gate_until)s::bigint[], %(gate_basis)s::text[])
+       AS w(key, recent, slots, starts, until, basis)
  WHERE g.key = w.key"""
 
 # The claim's end: the admitted candidates (locked by this transaction) marked running,
@@ -266,6 +275,83 @@ UPDATE jobs_job
  WHERE id = ANY(%(ids)s::bigint[])
 RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, step_id
 """
+
+# A claim within the spares of its type and queue gates (``jobs.flow.spare``), in one
+# statement: the gates locked in key order (claims of the same gates take turns here, for
+# this statement only), the clock read once they are, the candidates locked as
+# FLOW_CANDIDATES locks them; then, only if every candidate is of a kind the claim may take
+# (its type, storing the keys in force) and every gate's spare is in force (reckoned for
+# today's limits, not past its time) and covers the candidates that count against it, the
+# candidates marked running at that clock and each gate's spare lowered by them, their
+# starts recorded in its rate window as ``Window.record`` records them (at the end of the
+# 1/GRAIN-th of its period they fall in, merged with a pair of the same moment). Its last
+# row says whether it took them (``fine``); the others are the jobs taken. Nothing is held
+# past the statement.
+_FLOW_TAKE_SPARED = """
+WITH gate AS (
+SELECT g.key, g.spare_slots, g.spare_starts, g.spare_until, g.spare_basis = w.basis AS current,
+       w.period
+  FROM jobs_flow_gate AS g
+  JOIN unnest(%(gates)s::text[], %(bases)s::text[], %(periods)s::int[]) AS w(key, basis, period)
+    ON w.key = g.key
+ ORDER BY g.key
+   FOR UPDATE OF g
+), clock AS (
+SELECT read.at, (extract(epoch FROM read.at) * 1000000)::bigint AS us
+  FROM (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM gate) AS locked) AS read
+), candidate AS ({candidates}
+), need AS (
+SELECT gate.key, gate.period,
+       count(c.id) FILTER (WHERE c.concurrency_key = gate.key OR '{queue_prefix}' || c.queue = gate.key) AS slots,
+       count(c.id) FILTER (WHERE c.rate_key = gate.key OR '{queue_prefix}' || c.queue = gate.key) AS starts
+  FROM gate LEFT JOIN candidate AS c ON true
+ GROUP BY gate.key, gate.period
+), verdict AS (
+SELECT (SELECT count(*) FROM gate) = cardinality(%(gates)s::text[])
+   AND NOT EXISTS (
+       SELECT FROM candidate AS c
+         LEFT JOIN unnest(%(types)s::text[], %(concurrency_keys)s::text[], %(rate_keys)s::text[])
+              AS k(type, concurrency_key, rate_key) ON k.type = c.type
+        WHERE k.type IS NULL OR c.concurrency_key IS DISTINCT FROM k.concurrency_key
+           OR c.rate_key IS DISTINCT FROM k.rate_key)
+   AND NOT EXISTS (
+       SELECT FROM gate JOIN need USING (key), clock
+        WHERE NOT gate.current OR gate.spare_until <= clock.us
+           OR gate.spare_slots < need.slots OR gate.spare_starts < need.starts) AS fine
+), claimed AS (
+UPDATE jobs_job AS j
+   SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s,
+       started_at = clock.at, heartbeat_at = clock.at, finished_at = NULL,
+       progress = NULL, progress_message = ''
+  FROM clock, verdict
+ WHERE verdict.fine AND j.id = ANY(ARRAY(SELECT id FROM candidate))
+RETURNING j.id, j.type, j.payload::text AS payload, j.attempts, j.max_attempts, j.queue, j.step_id,
+          j.priority, j.run_at
+), spent AS (
+UPDATE jobs_flow_gate AS g
+   SET spare_slots = g.spare_slots - need.slots, spare_starts = g.spare_starts - need.starts,
+       recent = CASE WHEN need.starts = 0 OR need.period IS NULL THEN g.recent
+                     WHEN (NULLIF(g.recent, '')::jsonb -> -1 ->> 0)::bigint = grain.at
+                     THEN jsonb_set(g.recent::jsonb, '{{-1,1}}',
+                                    to_jsonb((g.recent::jsonb -> -1 ->> 1)::bigint + need.starts))::text
+                     ELSE (COALESCE(NULLIF(g.recent, '')::jsonb, '[]'::jsonb)
+                           || jsonb_build_array(jsonb_build_array(grain.at, need.starts)))::text END
+  FROM need, clock, verdict,
+       LATERAL (SELECT greatest(1, need.period::bigint * {micros} / {grain}) AS size) AS step,
+       LATERAL (SELECT (clock.us + step.size - 1) / step.size * step.size AS at) AS grain
+ WHERE verdict.fine AND g.key = need.key AND (need.slots > 0 OR need.starts > 0)
+)
+SELECT id, type, payload, attempts, max_attempts, queue, step_id, priority, run_at, NULL::boolean
+  FROM claimed
+ UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, fine FROM verdict
+"""
+FLOW_TAKE_SPARED = {
+    form: _FLOW_TAKE_SPARED.format(
+        candidates=candidates, queue_prefix=QUEUE_PREFIX, micros=MICROS, grain=GRAIN
+    )
+    for form, candidates in FLOW_CANDIDATES.items()
+}
 
 # Limit keys for a job enqueued before its type declared a type-wide limit (rare).
 FLOW_REKEY = "UPDATE jobs_job SET concurrency_key = %s, rate_key = %s WHERE id = %s"
@@ -645,15 +731,15 @@ class _FlowRound:
         ids: Sequence[int],
         at: datetime | None,
         rekeyed: Mapping[int, tuple[str | None, str | None]],
-        windows: Mapping[str, str],
+        gates: Mapping[str, GateSave],
     ) -> list[ClaimedJob]:
         with self.driver.cursor() as cursor:
             for job_id, (concurrency_key, rate_key) in rekeyed.items():
                 cursor.execute(FLOW_REKEY, [concurrency_key, rate_key, job_id])
         rows: list[tuple[Any, ...]] = []
-        gates = {"gate_keys": list(windows), "gate_recent": list(windows.values())}
-        if not ids and windows:
-            self._run((FLOW_SAVE_GATES, gates), _COMMIT)
+        saved = _gate_params(gates)
+        if not ids and gates:
+            self._run((FLOW_SAVE_GATES, saved), _COMMIT)
         elif ids:
             [rows] = self._run(
                 (
@@ -662,7 +748,7 @@ class _FlowRound:
                         "worker": worker,
                         "ids": list(ids),
                         "at": at,
-                        **gates,
+                        **saved,
                     },
                 ),
                 _COMMIT,
@@ -694,6 +780,16 @@ def _lock_and_count(
         FLOW_RUNNING,
         {"keys": list(keys), "counted": list(queues)},
     )
+
+
+def _gate_params(gates: Mapping[str, GateSave]) -> dict[str, list[Any]]:
+    """FLOW_SAVE_GATES's arrays: one per column of ``GateSave``."""
+    columns = list(zip(*gates.values(), strict=True)) or [()] * len(GateSave._fields)
+    names = ("gate_recent", "gate_slots", "gate_starts", "gate_until", "gate_basis")
+    return {
+        "gate_keys": list(gates),
+        **{name: list(column) for name, column in zip(names, columns, strict=True)},
+    }
 
 
 def _candidates_params(
@@ -850,6 +946,35 @@ class PostgresDriver(OrmDriver):
                 {"worker": worker, "queues": list(queues), "limit": limit},
             )
         return [ClaimedJob(*row) for row in rows]
+
+    def flow_take_spared(
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool,
+        plan: SparedPlan,
+    ) -> list[ClaimedJob] | None:
+        if self.connection.in_atomic_block:
+            return None  # a caller's transaction (a test's) would hold the gates past it: count
+        params = {
+            **_candidates_params(queues, limit, full_keys, waiting_keys),
+            "worker": worker,
+            "gates": list(plan.gates),
+            "bases": list(plan.bases),
+            "periods": list(plan.periods),
+            "types": list(plan.types),
+            "concurrency_keys": list(plan.concurrency_keys),
+            "rate_keys": list(plan.rate_keys),
+        }
+        *rows, (*_, fine) = self.execute_prepared(FLOW_TAKE_SPARED[keyed_only, len(queues) == 1], params)
+        if not fine:
+            return None
+        rows.sort(key=lambda row: (row[7], row[8], row[0]))  # claim order: priority, run_at, id
+        return [ClaimedJob(*row[:7]) for row in rows]
 
     @contextmanager
     def flow_transaction(self) -> Iterator[FlowTransaction]:

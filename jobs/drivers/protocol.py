@@ -176,6 +176,33 @@ class Taken(NamedTuple):
     running: Running
 
 
+class GateSave(NamedTuple):
+    """What a round of a flow-controlled claim writes to a gate it locked: its rate window
+    (``jobs.flow.rates.Window``, as text) and what its type's or queue's limits surely
+    still allow (``jobs.flow.spare``; none for a per-key gate)."""
+
+    recent: str
+    spare_slots: int | None = None
+    spare_starts: int | None = None
+    spare_until: int | None = None  # µs of the database's clock
+    spare_basis: str = ""
+
+
+class SparedPlan(NamedTuple):
+    """What a claim within the gates' spares (``Driver.flow_take_spared``) holds its jobs
+    to: the type and queue gates it locks, each with the limits in force (``basis``) and
+    its rate's period in seconds (None: no rate), and the kinds of job it may take: each
+    type with the limit keys its rows must store (those of a type without limits: none).
+    A due job of another kind, or storing other keys, makes the claim count instead."""
+
+    gates: Sequence[str]
+    bases: Sequence[str]
+    periods: Sequence[int | None]
+    types: Sequence[str]
+    concurrency_keys: Sequence[str | None]
+    rate_keys: Sequence[str | None]
+
+
 class FlowTransaction(Protocol):
     """The steps of one round of a flow-controlled claim, in its transaction, in this order;
     the store decides between the second and the third (``jobs.flow.admission``). Or, where
@@ -243,12 +270,12 @@ class FlowTransaction(Protocol):
         ids: Sequence[int],
         at: datetime | None,
         rekeyed: Mapping[int, tuple[str | None, str | None]],
-        windows: Mapping[str, str],
+        gates: Mapping[str, GateSave],
     ) -> list[ClaimedJob]:
         """Mark the locked jobs ``ids`` running under ``worker`` as ``claim`` does, started
         at ``at`` (the clock ``lock_and_count`` read; None: now), storing first the limit
-        keys of those in ``rekeyed``; store the locked gates' ``windows``; commit. The jobs
-        in the order of ``ids``."""
+        keys of those in ``rekeyed``; store what ``gates`` says of the locked gates; commit.
+        The jobs in the order of ``ids``."""
         ...
 
 
@@ -346,6 +373,24 @@ class Driver(Protocol):
         """One round of a flow-controlled claim (``jobs.store.claim_flowed``): a short
         transaction, committed by ``FlowTransaction.finish``, rolled back on an error (and
         ended, changing nothing, when the block ends without ``finish``)."""
+        ...
+
+    def flow_take_spared(
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool,
+        plan: SparedPlan,
+    ) -> list[ClaimedJob] | None:
+        """Up to ``limit`` due jobs of ``queues`` (as ``FlowTransaction.candidates`` picks
+        them) marked running under ``worker`` in one statement, if the spares of the
+        ``plan``'s gates cover them all: each gate locked, its spares lowered and its rate
+        window given their starts. None, nothing taken, when they do not (or the driver
+        does not claim this way): the caller's round then counts."""
         ...
 
     def flow_add_gates(self, keys: Sequence[str]) -> None:

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.drivers.protocol import Candidate
-from jobs.flow.limits import TypeLimits, queue_key
+from jobs.drivers.protocol import Candidate, GateSave
+from jobs.flow import spare
+from jobs.flow.limits import QUEUE_PREFIX, TYPE_PREFIX, TypeLimits, queue_key
 from jobs.flow.queues import QueueLimits
 from jobs.flow.rates import GATHER, MICROS, Rate, Window
 
@@ -59,6 +60,12 @@ class Rules:
         )
         self._keys[stored] = found
         return found
+
+    def gate_limits(self, gate: str) -> spare.GateLimits | None:
+        """What a type's or a queue's gate enforces now (None for a per-key gate)."""
+        if gate.startswith(TYPE_PREFIX):
+            return spare.gate_limits(gate, self.limits(gate[len(TYPE_PREFIX) :]), None)
+        return spare.gate_limits(gate, None, self.queues.get(gate[len(QUEUE_PREFIX) :]))
 
     def gates(self, candidates: Iterable[Candidate]) -> set[str]:
         """Every gate a claim of these candidates locks: each limited queue's and each key's."""
@@ -108,6 +115,7 @@ class Admission:
     admitted: list[int] = field(default_factory=list)  # ids, in claim order
     rekeyed: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)  # keys to store
     windows: dict[str, Window] = field(default_factory=dict)  # rate windows that took starts
+    gates: dict[str, GateSave] = field(default_factory=dict)  # what to store of the locked gates
     full_keys: set[str] = field(default_factory=set)  # concurrency keys at their limit
     full_queues: set[str] = field(default_factory=set)  # queues at their concurrency limit
     rate_waits: dict[str, int] = field(default_factory=dict)  # rate key → frees at (µs)
@@ -178,6 +186,7 @@ def admit(
     running_queues: Mapping[str, int],
     windows: Mapping[str, Window],
     idle: int | None = None,
+    reckon: Iterable[str] = (),
 ) -> Admission:
     """Up to ``want`` candidates, in claim order, whose every limit has room at ``now``
     (µs): a queue's and a type's or key's concurrency (``running_*`` counts what runs, plus
@@ -189,7 +198,11 @@ def admit(
     a job is claimed like any other (batched, prefetched). A job that takes more than half
     of a concurrency limit (its queue's, or its type's or key's) is admitted ``alone``: one
     per ``idle`` child at most, to run at once, so that no slot near the limit waits in a
-    buffer while another worker's child could run it; the others are ``deferred``."""
+    buffer while another worker's child could run it; the others are ``deferred``.
+
+    What to store of the gates (``Admission.gates``): each window that took starts, and the
+    spare of each type's and queue's gate in ``reckon`` (``jobs.flow.spare``), whose
+    running jobs ``running_*`` counted."""
     result = Admission(now=now)
     taken_keys: Counter[str] = Counter()
     taken_queues: Counter[str] = Counter()
@@ -288,4 +301,16 @@ def admit(
         window.forget_before(now - periods[gate] * MICROS)
         window.record(now, count, periods[gate])
         result.windows[gate] = window
+    result.gates = {gate: GateSave(window.dump()) for gate, window in result.windows.items()}
+    for gate in reckon:
+        limits = rules.gate_limits(gate)
+        if limits is None:
+            continue
+        if gate.startswith(QUEUE_PREFIX):
+            queue = gate[len(QUEUE_PREFIX) :]
+            running = running_queues.get(queue, 0) + taken_queues[queue]
+        else:
+            running = running_keys.get(gate, 0) + taken_keys[gate]
+        window = result.windows.get(gate) or windows.get(gate) or Window()
+        result.gates[gate] = spare.reckon(limits, running, window, now, window.dump())
     return result

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from jobs import registry, set_queue_limits, store
 from jobs.drivers import driver
+from jobs.drivers.orm import micros
 from jobs.errors import InvalidPayload
 from jobs.flow import admission, queues
 from jobs.flow.rates import Window
@@ -131,6 +132,81 @@ def test_claim_flowed__a_round_with_room_for_every_job_takes_them_at_once_and_co
     assert len({job.started_at for job in rows}) == 1  # one moment, the decision's
     window = Window.load(FlowGate.objects.get(key="type:test.noop_limited").recent)
     assert sum(count for _, count in window.starts) == 7
+
+
+# --- spares: what a type's limits surely still allow ------------------------------------------
+
+LIMITED_GATE = "type:test.noop_limited"  # concurrency 100,000, rate 100,000/s
+
+
+def _spared() -> bool:
+    """Whether this database's driver takes jobs within the gates' spares."""
+    return connection.vendor == "postgresql"
+
+
+def _spare(key: str = LIMITED_GATE) -> tuple[int | None, int | None, str]:
+    gate = FlowGate.objects.get(key=key)
+    return gate.spare_slots, gate.spare_starts, gate.spare_basis
+
+
+def test_claim_flowed__a_round_that_counts_leaves_the_type_gate_its_spare():
+    """Half the concurrency limit less what runs (past half, jobs go alone), and the room
+    left in the rate window; for the limits in force, for one rate period."""
+    ids = [store.enqueue("test.noop_limited", {}).pk for _ in range(3)]
+    assert _ids(_claim("w1")) == ids
+    started = Job.objects.get(pk=ids[0]).started_at
+    gate = FlowGate.objects.get(key=LIMITED_GATE)
+    assert _spare() == (50_000 - 3, 100_000 - 3, "concurrency 100000, rate 100000/s")
+    assert 0 < gate.spare_until - micros(started) <= 1_000_000
+
+
+def test_claim_flowed__within_the_spare_takes_jobs_in_one_statement_and_spends_it():
+    if not _spared():
+        pytest.skip("this database's claim under limits always counts")
+    first = [store.enqueue("test.noop_limited", {}).pk for _ in range(3)]
+    assert _ids(_claim("w1")) == first  # counts, reckons the spare
+    more = [store.enqueue("test.noop_limited", {}).pk for _ in range(4)]
+    rules = _rules()
+    with CaptureQueriesContext(connection) as seen:
+        assert _ids(store.claim_flowed("w2", ["default"], 10, rules)) == more
+    assert len(seen.captured_queries) == 1 and "spare_slots" in seen.captured_queries[0]["sql"]
+    rows = Job.objects.filter(pk__in=more)
+    assert {(job.status, job.locked_by, job.attempts) for job in rows} == {(Status.RUNNING, "w2", 1)}
+    [started] = {job.started_at for job in rows}
+    assert _spare()[:2] == (50_000 - 7, 100_000 - 7)
+    window = Window.load(FlowGate.objects.get(key=LIMITED_GATE).recent)
+    assert sum(count for _, count in window.starts) == 7
+    newest = window.starts[-1][0]  # recorded at the end of its grain, as Window.record does
+    assert newest % (1_000_000 // 64) == 0 and 0 <= newest - micros(started) <= 1_000_000 // 64
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        {"spare_slots": 2},  # short of the four jobs
+        {"spare_starts": 0},
+        {"spare_basis": "concurrency 4, rate -"},  # reckoned for other limits
+        {"spare_until": 0},  # past its time
+    ],
+    ids=["slots-short", "starts-short", "other-limits", "past-its-time"],
+)
+def test_claim_flowed__a_spare_that_does_not_cover_the_jobs_counts_and_reckons_it_anew(spoil):
+    first = [store.enqueue("test.noop_limited", {}).pk for _ in range(3)]
+    assert _ids(_claim("w1")) == first
+    FlowGate.objects.filter(key=LIMITED_GATE).update(**spoil)
+    more = [store.enqueue("test.noop_limited", {}).pk for _ in range(4)]
+    assert _ids(_claim("w2")) == more  # counted: far from the limits, all taken
+    assert _spare() == (50_000 - 7, 100_000 - 7, "concurrency 100000, rate 100000/s")
+
+
+def test_claim_flowed__a_job_storing_other_keys_than_its_types_is_claimed_by_a_count_that_rekeys_it():
+    first = [store.enqueue("test.noop_limited", {}).pk for _ in range(3)]
+    assert _ids(_claim("w1")) == first
+    older = store.enqueue("test.noop_limited", {}).pk
+    Job.objects.filter(pk=older).update(rate_key=None)  # as enqueued before the type had a rate
+    assert _ids(_claim("w2")) == [older]
+    assert Job.objects.get(pk=older).rate_key == LIMITED_GATE
+    assert _spare()[:2] == (50_000 - 4, 100_000 - 4)
 
 
 def test_claim_flowed__a_failed_try_frees_its_slot_too():

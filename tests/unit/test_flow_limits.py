@@ -145,6 +145,48 @@ def test_admit__a_rate_records_the_starts_it_takes_and_says_when_it_frees():
     assert decided.rate_waits == {"type:rated": int(0.5 * S)}  # when the old start leaves
 
 
+def test_spare__half_the_concurrency_less_what_runs_and_the_rate_windows_room_for_the_limits_in_force():
+    rules = Rules(queues={"q": QueueLimits("q", concurrency=10)}, type_limits=LIMITS.get)
+    jobs = [_job(1, "two"), _job(2, "rated"), _job(3, "rated")]
+    window = Window([(-int(0.5 * S), 1)])
+    decided = admit(
+        jobs, 10, 0, rules, {}, {"q": 1}, {"type:rated": window}, reckon=["type:rated", "queue:q"]
+    )
+    rated, queue = decided.gates["type:rated"], decided.gates["queue:q"]
+    assert (rated.spare_slots, rated.spare_starts, rated.spare_until) == (None, 0, S)  # 1 + 2 of 3
+    assert rated.spare_basis == "concurrency -, rate 3/s" and Window.load(rated.recent).starts[-1] == (0, 2)
+    assert (queue.spare_slots, queue.spare_starts, queue.spare_until) == (10 // 2 - 1 - 3, None, None)
+    assert queue.spare_basis == "concurrency 10, rate -"
+    per_key = admit([_job(4, "per_key", "a")], 10, 0, rules, {}, {}, {}, reckon=["k:a"])
+    assert "k:a" not in per_key.gates  # a per-key gate has no spare
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_spare__a_claim_within_it_is_one_admit_takes_whole_however_late(seed):
+    """The spare never lets through what counting would hold back: a later claim of as
+    many jobs as it allows, with nothing ended meanwhile, is admitted whole and none alone."""
+    chance = random.Random(seed)
+    limits = {
+        "t": TypeLimits.declare("t", concurrency=chance.randint(1, 60), rate=f"{chance.randint(1, 60)}/s")
+    }
+    rules = Rules(queues={}, type_limits=limits.get)
+    stored = limits["t"].keys("t", {})
+    running = {"type:t": chance.randint(0, 20)}
+    window = Window([(-chance.randint(0, S), chance.randint(0, 10)) for _ in range(chance.randint(0, 3))])
+    first = [Candidate(n, "t", "q", *stored) for n in range(chance.randint(1, 8))]
+    decided = admit(first, 8, 0, rules, running, {}, {"type:t": window}, reckon=["type:t"])
+    spare = decided.gates["type:t"]
+    allowed = min(spare.spare_slots, spare.spare_starts)
+    if not allowed:
+        return
+    later = chance.randint(0, spare.spare_until - 1)
+    running_now = {"type:t": running["type:t"] + len(decided.admitted)}
+    recorded = Window.load(spare.recent)
+    second = [Candidate(100 + n, "t", "q", *stored) for n in range(allowed)]
+    again = admit(second, allowed, later, rules, running_now, {}, {"type:t": recorded})
+    assert again.admitted == [job.id for job in second] and not again.alone
+
+
 @pytest.mark.parametrize("seed", range(300))
 def test_admit__deciding_a_roomy_claim_at_once_gives_what_deciding_each_candidate_gives(seed, monkeypatch):
     """``admit`` takes a claim whose every limit has room for all of it without asking for
