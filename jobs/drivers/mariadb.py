@@ -20,8 +20,19 @@ from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from jobs.drivers.orm import OrmDriver, placeholders
-from jobs.drivers.protocol import Batch, Candidate, ClaimedJob, Done, GateSave, Promoted, Running, StepRow
+from jobs.drivers.orm import OrmDriver, moment, placeholders
+from jobs.drivers.protocol import (
+    Batch,
+    Candidate,
+    ClaimedJob,
+    Done,
+    GateSave,
+    Promoted,
+    Running,
+    SparedPlan,
+    StepRow,
+)
+from jobs.flow import spare
 
 # --- schema (migration 0010) ---
 
@@ -273,6 +284,9 @@ SELECT TIMESTAMPDIFF(MICROSECOND, CURRENT_TIMESTAMP(6), MIN(due_at)) / 1000000 F
 _FLOW_EXCLUDED = """
    AND (concurrency_key IS NULL OR concurrency_key NOT IN ({full}))
    AND (rate_key IS NULL OR rate_key NOT IN ({waiting}))"""
+_CANDIDATE_COLUMNS = "id, type, queue, concurrency_key, rate_key"
+# The candidates of a claim within the gates' spares: what the worker needs of each too.
+_SPARED_COLUMNS = "id, type, queue, payload, attempts, max_attempts, step_id, concurrency_key, rate_key"
 FLOW_CANDIDATES_ONE_QUEUE = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim)
  WHERE status = 'queued' AND due_later = FALSE AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6){excluded}
@@ -315,6 +329,14 @@ FLOW_RUNNING_QUEUES = """
 SELECT 'queue', queue, COUNT(*) FROM jobs_job FORCE INDEX (jobs_running)
  WHERE status = 'running' AND queue IN ({queues})
  GROUP BY queue"""
+
+# A claim within the spares of its type and queue gates (``jobs.flow.spare``): the gates
+# locked in key order, with what they store and the clock read as each was locked
+# (SYSDATE, unlike NOW, is the moment it runs): claims of the same gates take turns here.
+FLOW_LOCK_SPARES = """
+SELECT `key`, recent, spare_slots, spare_starts, spare_until, spare_basis,
+       CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)
+  FROM jobs_flow_gate WHERE `key` IN ({keys}) ORDER BY `key` FOR UPDATE"""
 
 # Marks the admitted candidates (locked by this transaction) running, started at the
 # clock the decision was made at, through the primary key; then they are read back
@@ -566,25 +588,49 @@ VALUES {values}
         *,
         keyed_only: bool = False,
     ) -> list[Candidate]:
-        excluded = ""
-        if full_keys or waiting_keys:  # NOT IN () is no SQL: a key no job has stands in
-            excluded = _FLOW_EXCLUDED.format(
-                full=placeholders(full_keys or [""]), waiting=placeholders(waiting_keys or [""])
-            )
-        excluded_params = [*(full_keys or [""]), *(waiting_keys or [""])] if excluded else []
-        if keyed_only and len(queues) == 1:
-            statement = FLOW_CANDIDATES_KEYED_ONE_QUEUE.format(excluded=excluded)
-            params = [queues[0], *excluded_params, limit]
-        elif keyed_only:
-            statement = FLOW_CANDIDATES_KEYED_QUEUES.format(queues=placeholders(queues), excluded=excluded)
-            params = [*queues, *excluded_params, limit]
-        elif len(queues) == 1:
-            statement = FLOW_CANDIDATES_ONE_QUEUE.format(excluded=excluded)
-            params = [queues[0], *excluded_params, limit]
-        else:
-            statement = FLOW_CANDIDATES_QUEUES.format(queues=placeholders(queues), excluded=excluded)
-            params = [*queues, *excluded_params, limit]
+        statement, params = _flow_candidates(queues, limit, full_keys, waiting_keys, keyed_only)
         return [Candidate(*row) for row in self.execute(statement, params)]
+
+    def flow_take_spared(
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        full_keys: Sequence[str],
+        waiting_keys: Sequence[str],
+        *,
+        keyed_only: bool,
+        plan: SparedPlan,
+    ) -> list[ClaimedJob] | None:
+        if self.connection.in_atomic_block:
+            return None  # a caller's transaction (a test's) would hold the gates past it: count
+        statement, params = _flow_candidates(queues, limit, full_keys, waiting_keys, keyed_only)
+        statement = statement.replace(_CANDIDATE_COLUMNS, _SPARED_COLUMNS, 1)
+        with transaction.atomic(using=self.alias), self.cursor() as cursor:
+            # The gates first, in key order, as every claim locks them; the clock once they are.
+            cursor.execute(FLOW_LOCK_SPARES.format(keys=placeholders(plan.gates)), list(plan.gates))
+            locked = cursor.fetchall()
+            if not locked:
+                return None
+            held = {key: GateSave(*row) for key, *row, _ in locked}
+            now = max(int(row[-1]) for row in locked)
+            cursor.execute(statement, params)
+            rows = cursor.fetchall()
+            found = [Candidate(row[0], row[1], row[2], row[7], row[8]) for row in rows]
+            spent = spare.spend(plan, held, found, now)
+            if spent is None:
+                transaction.set_rollback(True, using=self.alias)  # the candidates go back as they were
+                return None
+            if rows:
+                stamp = moment(now).replace(tzinfo=None)  # the columns hold UTC without a zone
+                ids = [row[0] for row in rows]
+                cursor.execute(FLOW_MARK_CLAIMED.format(ids=placeholders(ids)), [worker, stamp, stamp, *ids])
+            if spent:
+                self.flow_save_gates(spent)
+        return [
+            ClaimedJob(job_id, type_name, payload, attempts + 1, max_attempts, queue, step_id)
+            for job_id, type_name, queue, payload, attempts, _, _, max_attempts, step_id in rows
+        ]
 
     def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
         parts, params = [FLOW_NOW], []
@@ -744,3 +790,32 @@ VALUES {values}
                 if timeout:
                     with self.cursor() as cursor:
                         cursor.execute(RESTORE_STATEMENT_TIME)
+
+
+def _flow_candidates(
+    queues: Sequence[str],
+    limit: int,
+    full_keys: Sequence[str],
+    waiting_keys: Sequence[str],
+    keyed_only: bool,
+) -> tuple[str, list[Any]]:
+    """The candidates' statement for these queues and the keys left out, and its parameters."""
+    excluded = ""
+    if full_keys or waiting_keys:  # NOT IN () is no SQL: a key no job has stands in
+        excluded = _FLOW_EXCLUDED.format(
+            full=placeholders(full_keys or [""]), waiting=placeholders(waiting_keys or [""])
+        )
+    excluded_params = [*(full_keys or [""]), *(waiting_keys or [""])] if excluded else []
+    if keyed_only and len(queues) == 1:
+        statement = FLOW_CANDIDATES_KEYED_ONE_QUEUE.format(excluded=excluded)
+        params = [queues[0], *excluded_params, limit]
+    elif keyed_only:
+        statement = FLOW_CANDIDATES_KEYED_QUEUES.format(queues=placeholders(queues), excluded=excluded)
+        params = [*queues, *excluded_params, limit]
+    elif len(queues) == 1:
+        statement = FLOW_CANDIDATES_ONE_QUEUE.format(excluded=excluded)
+        params = [queues[0], *excluded_params, limit]
+    else:
+        statement = FLOW_CANDIDATES_QUEUES.format(queues=placeholders(queues), excluded=excluded)
+        params = [*queues, *excluded_params, limit]
+    return statement, params

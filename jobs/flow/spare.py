@@ -21,14 +21,15 @@ shared by types that hold it to different numbers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from jobs.drivers.protocol import GateSave
-from jobs.flow.limits import QUEUE_PREFIX, TYPE_PREFIX, TypeLimits
+from jobs.drivers.protocol import Candidate, GateSave, SparedPlan
+from jobs.flow.limits import QUEUE_PREFIX, TYPE_PREFIX, TypeLimits, queue_key
 from jobs.flow.queues import QueueLimits
 from jobs.flow.rates import MICROS, Rate, Window
 
-__all__ = ["GateLimits", "gate_limits", "reckon"]
+__all__ = ["GateLimits", "gate_limits", "reckon", "spend"]
 
 
 @dataclass(frozen=True)
@@ -78,3 +79,42 @@ def reckon(limits: GateLimits, running: int, window: Window | None, now: int, re
         starts = (window or Window()).room(now, limits.rate)
         until = now + limits.rate.period * MICROS
     return GateSave(recent, slots, starts, until, limits.basis)
+
+
+def spend(
+    plan: SparedPlan, held: Mapping[str, GateSave], candidates: Sequence[Candidate], now: int
+) -> dict[str, GateSave] | None:
+    """The gates ``held`` (locked, as stored) as a claim of ``candidates`` within their
+    spares at ``now`` (µs, read once they were locked) leaves them: each spare lowered by
+    the jobs that count against it, their starts recorded in its rate window. None when
+    the claim must count instead: a gate is missing, a spare is void or short, or a
+    candidate is not of a kind the ``plan`` takes. (PostgreSQL decides the same in SQL:
+    ``jobs.drivers.postgres.FLOW_TAKE_SPARED``.)"""
+    if set(held) != set(plan.gates):
+        return None
+    kinds = dict(zip(plan.types, zip(plan.concurrency_keys, plan.rate_keys, strict=True), strict=True))
+    if any(kinds.get(c.type, ()) != (c.concurrency_key, c.rate_key) for c in candidates):
+        return None
+    spent: dict[str, GateSave] = {}
+    for gate, basis, period in zip(plan.gates, plan.bases, plan.periods, strict=True):
+        stored = held[gate]
+        slots = sum(1 for c in candidates if gate in (c.concurrency_key, queue_key(c.queue)))
+        starts = sum(1 for c in candidates if gate in (c.rate_key, queue_key(c.queue)))
+        if (
+            stored.spare_basis != basis
+            or (stored.spare_until is not None and stored.spare_until <= now)
+            or (stored.spare_slots is not None and stored.spare_slots < slots)
+            or (stored.spare_starts is not None and stored.spare_starts < starts)
+        ):
+            return None
+        if not (slots or starts):
+            continue
+        window = Window.load(stored.recent)
+        if period is not None:
+            window.record(now, starts, period)
+        spent[gate] = stored._replace(
+            recent=window.dump() if period is not None and starts else stored.recent,
+            spare_slots=None if stored.spare_slots is None else stored.spare_slots - slots,
+            spare_starts=None if stored.spare_starts is None else stored.spare_starts - starts,
+        )
+    return spent

@@ -8,8 +8,8 @@ import random
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from jobs.drivers.protocol import Candidate
-from jobs.flow import admission
+from jobs.drivers.protocol import Candidate, GateSave, SparedPlan
+from jobs.flow import admission, spare
 from jobs.flow.admission import Rules, admit
 from jobs.flow.limits import TypeLimits
 from jobs.flow.queues import Controls, QueueLimits
@@ -159,6 +159,30 @@ def test_spare__half_the_concurrency_less_what_runs_and_the_rate_windows_room_fo
     assert queue.spare_basis == "concurrency 10, rate -"
     per_key = admit([_job(4, "per_key", "a")], 10, 0, rules, {}, {}, {}, reckon=["k:a"])
     assert "k:a" not in per_key.gates  # a per-key gate has no spare
+
+
+def test_spend__lowers_each_spare_by_the_jobs_that_count_against_it_and_records_their_starts():
+    plan = SparedPlan(
+        ["queue:q", "type:rated"],
+        ["concurrency 10, rate -", "concurrency -, rate 3/s"],
+        [None, 1],
+        ["rated", "plain"],
+        [None, None],
+        ["type:rated", None],
+    )
+    held = {
+        "queue:q": GateSave("", 4, None, None, "concurrency 10, rate -"),
+        "type:rated": GateSave("[[0,1]]", None, 2, S, "concurrency -, rate 3/s"),
+    }
+    jobs = [_job(1, "rated"), _job(2, "plain"), _job(3, "rated")]
+    spent = spare.spend(plan, held, jobs, S // 2)
+    assert spent["queue:q"] == GateSave("", 1, None, None, "concurrency 10, rate -")
+    assert spent["type:rated"].spare_starts == 0
+    assert Window.load(spent["type:rated"].recent).starts == [(0, 1), (S // 2, 2)]
+    assert spare.spend(plan, held, [*jobs, _job(4, "rated")], S // 2) is None  # 3 starts, 2 spare
+    assert spare.spend(plan, held, jobs, S) is None  # past its time
+    assert spare.spend(plan, held, [_job(5, "two")], 0) is None  # a kind it does not take
+    assert spare.spend(plan, {**held, "queue:q": held["queue:q"]._replace(spare_basis="x")}, jobs, 0) is None
 
 
 @pytest.mark.parametrize("seed", range(200))
