@@ -629,7 +629,7 @@ VALUES {values}
                 self.flow_save_gates(spent)
         return [
             ClaimedJob(job_id, type_name, payload, attempts + 1, max_attempts, queue, step_id)
-            for job_id, type_name, queue, payload, attempts, _, _, max_attempts, step_id in rows
+            for job_id, type_name, queue, payload, attempts, max_attempts, step_id, _, _ in rows
         ]
 
     def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
