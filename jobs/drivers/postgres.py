@@ -284,12 +284,14 @@ RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, ste
 # today's limits, not past its time) and covers the candidates that count against it, the
 # candidates marked running at that clock and each gate's spare lowered by them, their
 # starts recorded in its rate window as ``Window.record`` records them (at the end of the
-# 1/GRAIN-th of its period they fall in, merged with a pair of the same moment). Its last
+# 1/GRAIN-th of its period they fall in, merged with a pair of the same moment), the starts
+# older than the period dropped as ``Window.forget_before`` drops them (the window stays
+# under a TOAST-sized text, read and written whole at every claim). Its last
 # row says whether it took them (``fine``); the others are the jobs taken. Nothing is held
 # past the statement.
 _FLOW_TAKE_SPARED = """
 WITH gate AS (
-SELECT g.key, g.spare_slots, g.spare_starts, g.spare_until, g.spare_basis = w.basis AS current,
+SELECT g.key, g.recent, g.spare_slots, g.spare_starts, g.spare_until, g.spare_basis = w.basis AS current,
        w.period
   FROM jobs_flow_gate AS g
   JOIN unnest(%(gates)s::text[], %(bases)s::text[], %(periods)s::int[]) AS w(key, basis, period)
@@ -327,18 +329,23 @@ UPDATE jobs_job AS j
  WHERE verdict.fine AND j.id = ANY(ARRAY(SELECT id FROM candidate))
 RETURNING j.id, j.type, j.payload::text AS payload, j.attempts, j.max_attempts, j.queue, j.step_id,
           j.priority, j.run_at
+), recorded AS (
+SELECT need.key,
+       (CASE WHEN (kept.w -> -1 ->> 0)::bigint = grain.at
+             THEN jsonb_set(kept.w, '{{-1,1}}', to_jsonb((kept.w -> -1 ->> 1)::bigint + need.starts))
+             ELSE kept.w || jsonb_build_array(jsonb_build_array(grain.at, need.starts)) END)::text AS recent
+  FROM need JOIN gate USING (key), clock,
+       LATERAL (SELECT greatest(1, need.period::bigint * {micros} / {grain}) AS size) AS step,
+       LATERAL (SELECT (clock.us + step.size - 1) / step.size * step.size AS at) AS grain,
+       LATERAL (SELECT jsonb_path_query_array(
+                         COALESCE(NULLIF(gate.recent, '')::jsonb, '[]'::jsonb), 'strict $[*] ? (@[0] > $since)',
+                         jsonb_build_object('since', clock.us - need.period::bigint * {micros})) AS w) AS kept
+ WHERE need.starts > 0 AND need.period IS NOT NULL
 ), spent AS (
 UPDATE jobs_flow_gate AS g
    SET spare_slots = g.spare_slots - need.slots, spare_starts = g.spare_starts - need.starts,
-       recent = CASE WHEN need.starts = 0 OR need.period IS NULL THEN g.recent
-                     WHEN (NULLIF(g.recent, '')::jsonb -> -1 ->> 0)::bigint = grain.at
-                     THEN jsonb_set(g.recent::jsonb, '{{-1,1}}',
-                                    to_jsonb((g.recent::jsonb -> -1 ->> 1)::bigint + need.starts))::text
-                     ELSE (COALESCE(NULLIF(g.recent, '')::jsonb, '[]'::jsonb)
-                           || jsonb_build_array(jsonb_build_array(grain.at, need.starts)))::text END
-  FROM need, clock, verdict,
-       LATERAL (SELECT greatest(1, need.period::bigint * {micros} / {grain}) AS size) AS step,
-       LATERAL (SELECT (clock.us + step.size - 1) / step.size * step.size AS at) AS grain
+       recent = COALESCE(recorded.recent, g.recent)
+  FROM need LEFT JOIN recorded USING (key), verdict
  WHERE verdict.fine AND g.key = need.key AND (need.slots > 0 OR need.starts > 0)
 )
 SELECT id, type, payload, attempts, max_attempts, queue, step_id, priority, run_at, NULL::boolean

@@ -86,7 +86,8 @@ def spend(
 ) -> dict[str, GateSave] | None:
     """The gates ``held`` (locked, as stored) as a claim of ``candidates`` within their
     spares at ``now`` (µs, read once they were locked) leaves them: each spare lowered by
-    the jobs that count against it, their starts recorded in its rate window. None when
+    the jobs that count against it, their starts recorded in its rate window (and the
+    starts older than its period dropped, as a counting claim drops them). None when
     the claim must count instead: a gate is missing, a spare is void or short, or a
     candidate is not of a kind the ``plan`` takes. (PostgreSQL decides the same in SQL:
     ``jobs.drivers.postgres.FLOW_TAKE_SPARED``.)"""
@@ -111,6 +112,7 @@ def spend(
             continue
         window = Window.load(stored.recent)
         if period is not None:
+            window.forget_before(now - period * MICROS)
             window.record(now, starts, period)
         spent[gate] = stored._replace(
             recent=window.dump() if period is not None and starts else stored.recent,
