@@ -11,6 +11,8 @@ from datetime import timedelta
 from django.db import models
 from django.db.models.functions import Now
 
+from jobs.flow.rates import Window, with_pending
+
 
 class Status(models.TextChoices):
     QUEUED = "queued"
@@ -411,12 +413,21 @@ class FlowGate(models.Model):
     spare_starts = models.IntegerField(null=True, blank=True)
     spare_until = models.BigIntegerField(null=True, blank=True)
     spare_basis = models.CharField(max_length=100, blank=True, default="")
+    # The starts those claims took in the latest grain of the rate window, not yet moved
+    # into ``recent`` (``jobs.flow.rates.with_pending``): two integers to add to, where the
+    # window's text would be parsed and written at every claim.
+    spare_pending_at = models.BigIntegerField(null=True, blank=True)
+    spare_pending = models.IntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "jobs_flow_gate"
 
     def __str__(self) -> str:
         return self.key
+
+    def window(self) -> Window:
+        """Its rate window's recent starts, the pending pair among them."""
+        return Window.load(with_pending(self.recent, self.spare_pending_at, self.spare_pending))
 
 
 # --- timers (``jobs.timetable``) -----------------------------------------------------------

@@ -33,6 +33,7 @@ from jobs.drivers.protocol import (
     StepRow,
 )
 from jobs.flow import spare
+from jobs.flow.rates import with_pending
 
 # --- schema (migration 0010) ---
 
@@ -334,7 +335,7 @@ SELECT 'queue', queue, COUNT(*) FROM jobs_job FORCE INDEX (jobs_running)
 # locked in key order, with what they store and the clock read as each was locked
 # (SYSDATE, unlike NOW, is the moment it runs): claims of the same gates take turns here.
 FLOW_LOCK_SPARES = """
-SELECT `key`, recent, spare_slots, spare_starts, spare_until, spare_basis,
+SELECT `key`, recent, spare_slots, spare_starts, spare_until, spare_basis, spare_pending_at, spare_pending,
        CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)
   FROM jobs_flow_gate WHERE `key` IN ({keys}) ORDER BY `key` FOR UPDATE"""
 
@@ -354,7 +355,7 @@ FLOW_SAVE_GATES = """
 UPDATE jobs_flow_gate
    SET recent = CASE `key` {cases} END, spare_slots = CASE `key` {cases} END,
        spare_starts = CASE `key` {cases} END, spare_until = CASE `key` {cases} END,
-       spare_basis = CASE `key` {cases} END
+       spare_basis = CASE `key` {cases} END, spare_pending_at = NULL, spare_pending = NULL
  WHERE `key` IN ({keys})"""
 
 # --- enqueue ---
@@ -612,7 +613,10 @@ VALUES {values}
             locked = cursor.fetchall()
             if not locked:
                 return None
-            held = {key: GateSave(*row) for key, *row, _ in locked}
+            held = {
+                key: GateSave(with_pending(recent, pending_at, pending), *spare)
+                for key, recent, *spare, pending_at, pending, _ in locked
+            }
             now = max(int(row[-1]) for row in locked)
             cursor.execute(statement, params)
             rows = cursor.fetchall()

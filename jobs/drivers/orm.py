@@ -42,6 +42,7 @@ from jobs.drivers.protocol import (
     Taken,
     TaskRow,
 )
+from jobs.flow.rates import with_pending
 from jobs.models import FlowGate, Job, JobAttempt, Status, Worker, WorkflowEdge, WorkflowStep
 
 #: A job without limit keys: claimed without flow control (``jobs.flow``).
@@ -164,13 +165,14 @@ class _StepByStep:
         self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
     ) -> tuple[dict[str, str], Running]:
         # In key order: two claims wanting the same gates queue up rather than deadlock.
-        recent = dict(
+        locked = (
             self.driver.gates()
             .select_for_update()
             .filter(key__in=gates)
             .order_by("key")
-            .values_list("key", "recent")
+            .values_list("key", "recent", "spare_pending_at", "spare_pending")
         )
+        recent = {key: with_pending(text, at, pending) for key, text, at, pending in locked}
         return recent, self.driver.flow_running(keys, queues)
 
     def finish(
@@ -500,7 +502,7 @@ SELECT minute, measure, total,
 
     def flow_save_gates(self, gates: Mapping[str, GateSave]) -> None:
         for key, saved in gates.items():
-            self.gates().filter(key=key).update(**saved._asdict())
+            self.gates().filter(key=key).update(**saved._asdict(), spare_pending_at=None, spare_pending=None)
 
     def flow_take_spared(
         self,
@@ -526,11 +528,13 @@ SELECT minute, measure, total,
                     .select_for_update(skip_locked=True)
                     .filter(key__gt=after)
                     .order_by("key")
-                    .values_list("key", "recent")[:batch_size]
+                    .values_list("key", "recent", "spare_pending_at", "spare_pending")[:batch_size]
                 )
                 if not rows:
                     return pruned
-                gone = [key for key, recent in rows if not keep(key, recent)]
+                gone = [
+                    key for key, recent, *pending in rows if not keep(key, with_pending(recent, *pending))
+                ]
                 if gone:
                     self.gates().filter(key__in=gone).delete()
                 pruned += len(gone)

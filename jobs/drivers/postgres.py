@@ -43,7 +43,7 @@ from jobs.drivers.protocol import (
     TaskRow,
 )
 from jobs.flow.limits import QUEUE_PREFIX
-from jobs.flow.rates import GRAIN, MICROS
+from jobs.flow.rates import GRAIN, MICROS, with_pending
 from jobs.models import Job
 
 CHANNEL = "jobs"
@@ -244,7 +244,7 @@ SELECT 'now', NULL, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
 # transaction ends: claims of the same keys wait here for each other (for those few
 # milliseconds), claims of other keys do not. Through the primary key.
 FLOW_LOCK_GATES = """
-SELECT key, recent FROM jobs_flow_gate
+SELECT key, recent, spare_pending_at, spare_pending FROM jobs_flow_gate
  WHERE key = ANY(%(gates)s::text[])
  ORDER BY key
    FOR UPDATE
@@ -256,7 +256,7 @@ SELECT key, recent FROM jobs_flow_gate
 FLOW_SAVE_GATES = """
 UPDATE jobs_flow_gate AS g
    SET recent = w.recent, spare_slots = w.slots, spare_starts = w.starts, spare_until = w.until,
-       spare_basis = w.basis
+       spare_basis = w.basis, spare_pending_at = NULL, spare_pending = NULL
   FROM unnest(%(gate_keys)s::text[], %(gate_recent)s::text[], %(gate_slots)s::int[],
               %(gate_starts)s::int[], %(gate_until)s::bigint[], %(gate_basis)s::text[])
        AS w(key, recent, slots, starts, until, basis)
@@ -283,21 +283,24 @@ RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, ste
 # (its type, storing the keys in force) and every gate's spare is in force (reckoned for
 # today's limits, not past its time) and covers the candidates that count against it, the
 # candidates marked running at that clock and each gate's spare lowered by them, their
-# starts recorded in its rate window as ``Window.record`` records them (at the end of the
-# 1/GRAIN-th of its period they fall in, merged with a pair of the same moment), the starts
-# older than the period dropped as ``Window.forget_before`` drops them (the window stays
-# under a TOAST-sized text, read and written whole at every claim). Its last
+# starts recorded as ``Window.record`` records them: at the end of the 1/GRAIN-th of the
+# period they fall in, added to the gate's *pending* pair (``spare_pending_at``,
+# ``spare_pending``: two integers, not the window's JSON text) while the grain is the same;
+# a claim of a later grain moves the pending pair into the window (``recent``), dropping
+# the starts older than the period as ``Window.forget_before`` does. So the window's text
+# is parsed and written once a grain, not at every claim, and stays short. Whatever reads
+# a window reads it with its pending pair (``jobs.flow.rates.Window.load``). Its last
 # row says whether it took them (``fine``); the others are the jobs taken. Nothing is held
 # past the statement.
 _FLOW_TAKE_SPARED = """
 WITH gate AS (
-SELECT g.key, g.recent, g.spare_slots, g.spare_starts, g.spare_until, g.spare_basis = w.basis AS current,
-       w.period
+SELECT g.key, g.recent, g.spare_slots, g.spare_starts, g.spare_until, g.spare_pending_at, g.spare_pending,
+       g.spare_basis = (%(bases)s::text[])[array_position(%(gates)s::text[], g.key::text)] AS current,
+       (%(periods)s::int[])[array_position(%(gates)s::text[], g.key::text)] AS period
   FROM jobs_flow_gate AS g
-  JOIN unnest(%(gates)s::text[], %(bases)s::text[], %(periods)s::int[]) AS w(key, basis, period)
-    ON w.key = g.key
+ WHERE g.key = ANY(%(gates)s::text[])
  ORDER BY g.key
-   FOR UPDATE OF g
+   FOR UPDATE
 ), clock AS (
 SELECT read.at, (extract(epoch FROM read.at) * 1000000)::bigint AS us
   FROM (SELECT clock_timestamp() AS at FROM (SELECT count(*) FROM gate) AS locked) AS read
@@ -305,9 +308,11 @@ SELECT read.at, (extract(epoch FROM read.at) * 1000000)::bigint AS us
 ), need AS (
 SELECT gate.key, gate.period,
        count(c.id) FILTER (WHERE c.concurrency_key = gate.key OR '{queue_prefix}' || c.queue = gate.key) AS slots,
-       count(c.id) FILTER (WHERE c.rate_key = gate.key OR '{queue_prefix}' || c.queue = gate.key) AS starts
-  FROM gate LEFT JOIN candidate AS c ON true
- GROUP BY gate.key, gate.period
+       count(c.id) FILTER (WHERE c.rate_key = gate.key OR '{queue_prefix}' || c.queue = gate.key) AS starts,
+       (clock.us + grain.size - 1) / grain.size * grain.size AS grain_at
+  FROM gate LEFT JOIN candidate AS c ON true, clock,
+       LATERAL (SELECT greatest(1, gate.period::bigint * {micros} / {grain}) AS size) AS grain
+ GROUP BY gate.key, gate.period, clock.us, grain.size
 ), verdict AS (
 SELECT (SELECT count(*) FROM gate) = cardinality(%(gates)s::text[])
    AND NOT EXISTS (
@@ -329,24 +334,28 @@ UPDATE jobs_job AS j
  WHERE verdict.fine AND j.id = ANY(ARRAY(SELECT id FROM candidate))
 RETURNING j.id, j.type, j.payload::text AS payload, j.attempts, j.max_attempts, j.queue, j.step_id,
           j.priority, j.run_at
+), counted AS (
+SELECT need.key, need.starts > 0 AND need.period IS NOT NULL AS starts,
+       gate.spare_pending_at IS NOT NULL AND gate.spare_pending_at <> need.grain_at AS moved
+  FROM need JOIN gate USING (key)
 ), recorded AS (
 SELECT need.key,
-       (CASE WHEN (kept.w -> -1 ->> 0)::bigint = grain.at
-             THEN jsonb_set(kept.w, '{{-1,1}}', to_jsonb((kept.w -> -1 ->> 1)::bigint + need.starts))
-             ELSE kept.w || jsonb_build_array(jsonb_build_array(grain.at, need.starts)) END)::text AS recent
-  FROM need JOIN gate USING (key), clock,
-       LATERAL (SELECT greatest(1, need.period::bigint * {micros} / {grain}) AS size) AS step,
-       LATERAL (SELECT (clock.us + step.size - 1) / step.size * step.size AS at) AS grain,
-       LATERAL (SELECT jsonb_path_query_array(
-                         COALESCE(NULLIF(gate.recent, '')::jsonb, '[]'::jsonb), 'strict $[*] ? (@[0] > $since)',
-                         jsonb_build_object('since', clock.us - need.period::bigint * {micros})) AS w) AS kept
- WHERE need.starts > 0 AND need.period IS NOT NULL
+       (jsonb_path_query_array(COALESCE(NULLIF(gate.recent, '')::jsonb, '[]'::jsonb),
+                               'strict $[*] ? (@[0] > $since)',
+                               jsonb_build_object('since', clock.us - need.period::bigint * {micros}))
+        || jsonb_build_array(jsonb_build_array(gate.spare_pending_at, gate.spare_pending)))::text AS recent
+  FROM need JOIN gate USING (key) JOIN counted USING (key), clock
+ WHERE counted.starts AND counted.moved
 ), spent AS (
 UPDATE jobs_flow_gate AS g
    SET spare_slots = g.spare_slots - need.slots, spare_starts = g.spare_starts - need.starts,
-       recent = COALESCE(recorded.recent, g.recent)
-  FROM need LEFT JOIN recorded USING (key), verdict
- WHERE verdict.fine AND g.key = need.key AND (need.slots > 0 OR need.starts > 0)
+       recent = COALESCE(recorded.recent, g.recent),
+       spare_pending_at = CASE WHEN counted.starts THEN need.grain_at ELSE g.spare_pending_at END,
+       spare_pending = CASE WHEN NOT counted.starts THEN g.spare_pending
+                            WHEN counted.moved OR g.spare_pending IS NULL THEN need.starts
+                            ELSE g.spare_pending + need.starts END
+  FROM need JOIN counted USING (key) LEFT JOIN recorded USING (key), verdict
+ WHERE verdict.fine AND g.key = ANY(%(gates)s::text[]) AND g.key = need.key AND (need.slots > 0 OR need.starts > 0)
 )
 SELECT id, type, payload, attempts, max_attempts, queue, step_id, priority, run_at, NULL::boolean
   FROM claimed
@@ -699,7 +708,7 @@ class _FlowRound:
         locked, counted, rows = self._run(
             _BEGIN, _GENERIC_PLANS, *_lock_and_count(*first), (statement, params)
         )
-        return [Candidate(*row) for row in rows], dict(locked), _running(counted)
+        return [Candidate(*row) for row in rows], _windows(locked), _running(counted)
 
     def take(
         self,
@@ -724,13 +733,13 @@ class _FlowRound:
         if rows:  # the clock the jobs were started at, read after the gates' locks
             running = running._replace(now=int(rows[0][-1]))
         candidates = [Candidate(row[0], row[1], row[5], row[7], row[8]) for row in rows]
-        return Taken(candidates, [ClaimedJob(*row[:7]) for row in rows], dict(locked), running)
+        return Taken(candidates, [ClaimedJob(*row[:7]) for row in rows], _windows(locked), running)
 
     def lock_and_count(
         self, gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
     ) -> tuple[dict[str, str], Running]:
         locked, counted = self._run(*_lock_and_count(gates, keys, queues))
-        return dict(locked), _running(counted)
+        return _windows(locked), _running(counted)
 
     def finish(
         self,
@@ -787,6 +796,11 @@ def _lock_and_count(
         FLOW_RUNNING,
         {"keys": list(keys), "counted": list(queues)},
     )
+
+
+def _windows(locked: list[tuple[Any, ...]]) -> dict[str, str]:
+    """The locked gates' windows (FLOW_LOCK_GATES's rows), each with its pending pair."""
+    return {key: with_pending(recent, at, pending) for key, recent, at, pending in locked}
 
 
 def _gate_params(gates: Mapping[str, GateSave]) -> dict[str, list[Any]]:

@@ -133,3 +133,15 @@ class Window:
         else:
             self.starts.append((at, count))
             self.starts.sort()
+
+
+def with_pending(recent: str, pending_at: int | None, pending: int | None) -> str:
+    """A gate's window as text with its pending pair in it: the starts of the latest grain
+    that claims within the gate's spare took (``jobs.flow.spare``), kept apart from the
+    window's text until a claim of a later grain moves them in."""
+    if pending_at is None or not pending:
+        return recent
+    window = Window.load(recent)
+    window.starts.append((pending_at, pending))
+    window.starts.sort()
+    return window.dump()

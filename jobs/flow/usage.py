@@ -19,7 +19,7 @@ from jobs import registry
 from jobs.drivers.orm import micros
 from jobs.flow.limits import TypeLimits, queue_key, type_key
 from jobs.flow.queues import OPERATOR, QueueLimits, current, settings_limits
-from jobs.flow.rates import Rate, Window
+from jobs.flow.rates import Rate, Window, with_pending
 from jobs.models import FlowGate, Job, Status
 
 #: The rate keys of one type whose windows the page reads, at most.
@@ -132,8 +132,10 @@ def _windows(keys: list[str]) -> dict[str, Window]:
     if not keys:
         return {}
     return {
-        key: Window.load(recent)
-        for key, recent in FlowGate.objects.filter(key__in=keys).values_list("key", "recent")
+        key: Window.load(with_pending(recent, *pending))
+        for key, recent, *pending in FlowGate.objects.filter(key__in=keys).values_list(
+            "key", "recent", "spare_pending_at", "spare_pending"
+        )
     }
 
 

@@ -30,4 +30,14 @@ class Migration(migrations.Migration):
             name="spare_until",
             field=models.BigIntegerField(blank=True, null=True),
         ),
+        migrations.AddField(
+            model_name="flowgate",
+            name="spare_pending_at",
+            field=models.BigIntegerField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name="flowgate",
+            name="spare_pending",
+            field=models.IntegerField(blank=True, null=True),
+        ),
     ]

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from jobs import store
 from jobs.drivers import Driver, driver_class
-from jobs.drivers.protocol import Batch, Locks, StepRow
+from jobs.drivers.protocol import Batch, GateSave, Locks, StepRow
 from jobs.models import Job, JobAttempt, Status, Worker, Workflow, WorkflowEdge, WorkflowStep
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
@@ -286,7 +286,9 @@ def test_flow_transaction__a_round_locks_candidates_counts_under_its_gates_and_c
         assert recent == {"k:1": "", "k:2": "", "r:1": ""}  # no gate, no lock: k:9 left out
         assert (counted.keys, counted.queues) == ({"k:2": 1}, {"default": 1})
         assert abs(counted.now / 1e6 - timezone.now().timestamp()) < 60
-        claimed = round_.finish("w", [first.pk], None, {first.pk: ("k:1", None)}, {"r:1": "[[1,1]]"})
+        claimed = round_.finish(
+            "w", [first.pk], None, {first.pk: ("k:1", None)}, {"r:1": GateSave("[[1,1]]")}
+        )
     assert [(job.id, job.attempt, job.queue) for job in claimed] == [(first.pk, 1, "default")]
     row = _rows(drv).get(pk=first.pk)
     assert (row.status, row.locked_by, row.concurrency_key, row.rate_key) == (
@@ -342,13 +344,20 @@ def test_flow_transaction__take_marks_the_candidates_running_at_once_and_end_und
         taken = round_.take(
             "w", ["default"], 1, [], [], keyed_only=True, first=Locks(["type:t"], ["type:t"], [])
         )
-        round_.finish("w", [], None, {}, {"type:t": "[[1,1]]"})
+        round_.finish("w", [], None, {}, {"type:t": GateSave("[[1,1]]", 5, 7, 9, "concurrency 10, rate -")})
     row = _rows(drv).get(pk=second.pk)
     assert (row.status, row.locked_by, row.attempts) == (Status.RUNNING, "w", 1)
     # Started at the clock the round says it decided at.
     assert abs(row.started_at.timestamp() * 1e6 - taken.running.now) < 1
     assert _rows(drv).get(pk=first.pk).status == Status.QUEUED
-    assert drv.gates().get(key="type:t").recent == "[[1,1]]"
+    gate = drv.gates().get(key="type:t")
+    assert (gate.recent, gate.spare_slots, gate.spare_starts, gate.spare_until, gate.spare_basis) == (
+        "[[1,1]]",
+        5,
+        7,
+        9,
+        "concurrency 10, rate -",
+    )
 
 
 @conformance

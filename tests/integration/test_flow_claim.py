@@ -19,6 +19,7 @@ from jobs.drivers import driver
 from jobs.drivers.orm import micros
 from jobs.errors import InvalidPayload
 from jobs.flow import admission, queues
+from jobs.flow.limits import queue_key
 from jobs.flow.rates import Window
 from jobs.models import FlowGate, Job, Status
 from tests.support.concurrency import in_thread, run_at_once
@@ -131,7 +132,7 @@ def test_claim_flowed__a_round_with_room_for_every_job_takes_them_at_once_and_co
     rows = Job.objects.filter(pk__in=more)
     assert {(job.status, job.locked_by, job.attempts) for job in rows} == {(Status.RUNNING, "w2", 1)}
     assert len({job.started_at for job in rows}) == 1  # one moment, the decision's
-    window = Window.load(FlowGate.objects.get(key="type:test.noop_limited").recent)
+    window = FlowGate.objects.get(key="type:test.noop_limited").window()
     assert sum(count for _, count in window.starts) == 7
 
 
@@ -160,9 +161,13 @@ def test_claim_flowed__within_the_spare_takes_jobs_without_counting_and_spends_i
     """In one statement on PostgreSQL; on MariaDB in one short transaction."""
     first = [store.enqueue("test.noop_limited", {}).pk for _ in range(3)]
     assert _ids(_claim("w1")) == first  # counts, reckons the spare
-    counted = Window.load(FlowGate.objects.get(key=LIMITED_GATE).recent)
+    counted = FlowGate.objects.get(key=LIMITED_GATE).window()
     aged = micros(timezone.now()) - 5_000_000  # a start five seconds ago: out of every window
-    FlowGate.objects.filter(key=LIMITED_GATE).update(recent=Window([(aged, 9), *counted.starts]).dump())
+    grain = 1_000_000 // 64
+    earlier = (micros(timezone.now()) - 3 * grain) // grain * grain  # a claim's pending starts, grains ago
+    FlowGate.objects.filter(key=LIMITED_GATE).update(
+        recent=Window([(aged, 9), *counted.starts]).dump(), spare_pending_at=earlier, spare_pending=2
+    )
     more = [store.enqueue("test.noop_limited", {}).pk for _ in range(4)]
     rules = _rules()
     with CaptureQueriesContext(connection) as seen:
@@ -184,10 +189,29 @@ def test_claim_flowed__within_the_spare_takes_jobs_without_counting_and_spends_i
     assert {(job.status, job.locked_by, job.attempts) for job in rows} == {(Status.RUNNING, "w2", 1)}
     [started] = {job.started_at for job in rows}
     assert _spare()[:2] == (50_000 - 7, 100_000 - 7)
-    window = Window.load(FlowGate.objects.get(key=LIMITED_GATE).recent)
-    assert sum(count for _, count in window.starts) == 7  # the aged start dropped
+    window = FlowGate.objects.get(key=LIMITED_GATE).window()
+    assert (aged, 9) not in window.starts and (earlier, 2) in window.starts  # moved in, the aged dropped
+    assert sum(count for _, count in window.starts) == 3 + 2 + 4
     newest = window.starts[-1][0]  # recorded at the end of its grain, as Window.record does
-    assert newest % (1_000_000 // 64) == 0 and 0 <= newest - micros(started) <= 1_000_000 // 64
+    assert newest % grain == 0 and 0 <= newest - micros(started) <= grain
+
+
+def test_claim_flowed__a_queues_spare_counts_every_job_of_it_and_adds_up_the_starts_of_a_grain():
+    """A queue's own limits have a spare too; claims within one grain of its rate (an
+    hourly rate's: 56 s) add their starts up (on PostgreSQL in the gate's pending pair)."""
+    set_queue_limits("limited", concurrency=1000, rate="100000/h")
+    gate = queue_key("limited")
+    batches = [[store.enqueue("test.limited_queue", {}).pk for _ in range(3)]]
+    assert _ids(_claim("w1", queue="limited")) == batches[0]  # counts, reckons the spare
+    rules = _rules()
+    for size in (4, 5):
+        batches.append(batch := [store.enqueue("test.limited_queue", {}).pk for _ in range(size)])
+        with CaptureQueriesContext(connection) as seen:
+            assert _ids(store.claim_flowed("w2", ["limited"], 10, rules)) == batch
+        assert not any("count(*) from jobs_job" in query["sql"].lower() for query in seen.captured_queries)
+    assert _spare(gate) == (500 - 12, 100_000 - 12, "concurrency 1000, rate 100000/h")
+    window = FlowGate.objects.get(key=gate).window()
+    assert sum(count for _, count in window.starts) == 3 + 4 + 5  # each start once, none lost
 
 
 @pytest.mark.parametrize(
@@ -303,10 +327,9 @@ def test_claim_flowed__a_claim_of_the_same_key_waits_for_the_one_in_progress_and
 
 def _age_window(key: str, seconds: float) -> None:
     """Move every start recorded in ``key``'s window ``seconds`` into the past."""
-    gate = FlowGate.objects.get(key=key)
-    window = Window.load(gate.recent)
+    window = FlowGate.objects.get(key=key).window()
     window.starts = [(at - round(seconds * 1_000_000), count) for at, count in window.starts]
-    FlowGate.objects.filter(key=key).update(recent=window.dump())
+    FlowGate.objects.filter(key=key).update(recent=window.dump(), spare_pending_at=None, spare_pending=None)
 
 
 def test_claim_flowed__a_rate_starts_at_most_its_count_in_a_window_and_says_when_it_frees():
