@@ -357,10 +357,11 @@ UPDATE jobs_flow_gate AS g
   FROM need JOIN counted USING (key) LEFT JOIN recorded USING (key), verdict
  WHERE verdict.fine AND g.key = ANY(%(gates)s::text[]) AND g.key = need.key AND (need.slots > 0 OR need.starts > 0)
 )
-SELECT id, type, payload, attempts, max_attempts, queue, step_id, priority, run_at, NULL::boolean
+SELECT id, type, payload, attempts, max_attempts, queue, step_id,
+       row_number() OVER (ORDER BY priority, run_at, id), NULL::boolean
   FROM claimed
  UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, fine FROM verdict
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, fine FROM verdict
 """
 FLOW_TAKE_SPARED = {
     form: _FLOW_TAKE_SPARED.format(
@@ -994,7 +995,7 @@ class PostgresDriver(OrmDriver):
         *rows, (*_, fine) = self.execute_prepared(FLOW_TAKE_SPARED[keyed_only, len(queues) == 1], params)
         if not fine:
             return None
-        rows.sort(key=lambda row: (row[7], row[8], row[0]))  # claim order: priority, run_at, id
+        rows.sort(key=lambda row: row[7])  # claim order, as numbered by the statement
         return [ClaimedJob(*row[:7]) for row in rows]
 
     @contextmanager

@@ -168,16 +168,17 @@ def test_claim_flowed__within_the_spare_takes_jobs_without_counting_and_spends_i
     FlowGate.objects.filter(key=LIMITED_GATE).update(
         recent=Window([(aged, 9), *counted.starts]).dump(), spare_pending_at=earlier, spare_pending=2
     )
-    more = [store.enqueue("test.noop_limited", {}).pk for _ in range(4)]
+    priorities = ["low", "high", "normal", "critical"]
+    more = [store.enqueue("test.noop_limited", {}, priority=priority).pk for priority in priorities]
     rules = _rules()
     with CaptureQueriesContext(connection) as seen:
         claimed = store.claim_flowed("w2", ["default"], 10, rules).jobs
-    assert [
+    assert [  # in claim order: by priority first
         (job.id, job.type, job.queue, job.attempt, job.max_attempts, json.loads(job.payload))
         for job in claimed
     ] == [
         (job_id, "test.noop_limited", "default", 1, Job.objects.get(pk=job_id).max_attempts, {})
-        for job_id in more
+        for job_id in (more[3], more[1], more[2], more[0])
     ]
     said = [query["sql"] for query in seen.captured_queries]
     assert any("spare_slots" in sql for sql in said) and not any(
