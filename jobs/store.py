@@ -420,7 +420,9 @@ def _flow_round(
     expected = [gate for gate in _expected.get(group, ()) if gate in _known_gates]
     counted = sorted(q for q in queues if (limits := rules.queues.get(q)) is not None and limits.concurrency)
     first = Locks(expected, [gate for gate in expected if gate.startswith(TYPE_PREFIX)], counted)
-    if expected and group in _roomy and (plan := _spared_plan(group, queues, rules, expected)) is not None:
+    # Not in a caller's transaction (a test's): it would hold the gates past the claim.
+    spares = not connection.in_atomic_block
+    if spares and expected and group in _roomy and (plan := _spared_plan(group, queues, rules, expected)):
         spared = driver().flow_take_spared(
             worker, queues, want, sorted(full), sorted(waiting), keyed_only=keyed_only, plan=plan
         )

@@ -980,8 +980,6 @@ class PostgresDriver(OrmDriver):
         keyed_only: bool,
         plan: SparedPlan,
     ) -> list[ClaimedJob] | None:
-        if self.connection.in_atomic_block:
-            return None  # a caller's transaction (a test's) would hold the gates past it: count
         params = {
             **_candidates_params(queues, limit, full_keys, waiting_keys),
             "worker": worker,
