@@ -422,10 +422,9 @@ def _flow_round(
     first = Locks(expected, [gate for gate in expected if gate.startswith(TYPE_PREFIX)], counted)
     # Not in a caller's transaction (a test's): it would hold the gates past the claim.
     spares = not connection.in_atomic_block
-    if spares and expected and group in _roomy and (plan := _spared_plan(group, queues, rules, expected)):
-        spared = driver().flow_take_spared(
-            worker, queues, want, sorted(full), sorted(waiting), keyed_only=keyed_only, plan=plan
-        )
+    if spares and expected and group in _roomy:
+        plan = _spared_plan(group, rules, expected, worker, want, sorted(full), sorted(waiting))
+        spared = driver().flow_take_spared(plan) if plan is not None else None
         if spared is not None:  # within the spares: no count, no decision
             return spared, admission.Admission(), len(spared) < want
     with driver().flow_transaction() as round_:
@@ -519,12 +518,17 @@ def _note_roomy(
 
 def _spared_plan(
     group: tuple[tuple[str, ...], bool],
-    queues: Sequence[str],
     rules: admission.Rules,
     expected: Sequence[str],
+    worker: str,
+    want: int,
+    full: Sequence[str],
+    waiting: Sequence[str],
 ) -> SparedPlan | None:
-    """What a claim of ``group`` within the spares of its ``expected`` gates holds its jobs
-    to; None when it cannot be one (a limited queue whose gate it would not lock)."""
+    """A claim of ``want`` jobs of ``group`` for ``worker`` within the spares of its
+    ``expected`` gates; None when it cannot be one (a limited queue whose gate it would
+    not lock)."""
+    queues, keyed_only = group
     gates = set(expected)
     if any(queue_key(q) not in gates for q in queues if (held := rules.queues.get(q)) and held.limited):
         return None
@@ -542,6 +546,12 @@ def _spared_plan(
         if all(key is None or key in gates for key in keys)
     }
     return SparedPlan(
+        worker,
+        queues,
+        want,
+        full,
+        waiting,
+        keyed_only,
         list(expected),
         bases,
         periods,

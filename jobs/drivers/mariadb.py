@@ -592,18 +592,10 @@ VALUES {values}
         statement, params = _flow_candidates(queues, limit, full_keys, waiting_keys, keyed_only)
         return [Candidate(*row) for row in self.execute(statement, params)]
 
-    def flow_take_spared(
-        self,
-        worker: str,
-        queues: Sequence[str],
-        limit: int,
-        full_keys: Sequence[str],
-        waiting_keys: Sequence[str],
-        *,
-        keyed_only: bool,
-        plan: SparedPlan,
-    ) -> list[ClaimedJob] | None:
-        statement, params = _flow_candidates(queues, limit, full_keys, waiting_keys, keyed_only)
+    def flow_take_spared(self, plan: SparedPlan) -> list[ClaimedJob] | None:
+        statement, params = _flow_candidates(
+            plan.queues, plan.limit, plan.full_keys, plan.waiting_keys, plan.keyed_only
+        )
         statement = statement.replace(_CANDIDATE_COLUMNS, _SPARED_COLUMNS, 1)
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
             # The gates first, in key order, as every claim locks them; the clock once they are.
@@ -626,7 +618,9 @@ VALUES {values}
             if rows:
                 stamp = moment(now).replace(tzinfo=None)  # the columns hold UTC without a zone
                 ids = [row[0] for row in rows]
-                cursor.execute(FLOW_MARK_CLAIMED.format(ids=placeholders(ids)), [worker, stamp, stamp, *ids])
+                cursor.execute(
+                    FLOW_MARK_CLAIMED.format(ids=placeholders(ids)), [plan.worker, stamp, stamp, *ids]
+                )
             if spent:
                 self.flow_save_gates(spent)
         return [

@@ -504,17 +504,7 @@ SELECT minute, measure, total,
         for key, saved in gates.items():
             self.gates().filter(key=key).update(**saved._asdict(), spare_pending_at=None, spare_pending=None)
 
-    def flow_take_spared(
-        self,
-        worker: str,
-        queues: Sequence[str],
-        limit: int,
-        full_keys: Sequence[str],
-        waiting_keys: Sequence[str],
-        *,
-        keyed_only: bool,
-        plan: SparedPlan,
-    ) -> list[ClaimedJob] | None:
+    def flow_take_spared(self, plan: SparedPlan) -> list[ClaimedJob] | None:
         return None  # the portable round always counts
 
     def flow_prune_gates(self, keep: Callable[[str, str], bool], batch_size: int) -> int:

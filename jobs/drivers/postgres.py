@@ -969,20 +969,10 @@ class PostgresDriver(OrmDriver):
             )
         return [ClaimedJob(*row) for row in rows]
 
-    def flow_take_spared(
-        self,
-        worker: str,
-        queues: Sequence[str],
-        limit: int,
-        full_keys: Sequence[str],
-        waiting_keys: Sequence[str],
-        *,
-        keyed_only: bool,
-        plan: SparedPlan,
-    ) -> list[ClaimedJob] | None:
+    def flow_take_spared(self, plan: SparedPlan) -> list[ClaimedJob] | None:
         params = {
-            **_candidates_params(queues, limit, full_keys, waiting_keys),
-            "worker": worker,
+            **_candidates_params(plan.queues, plan.limit, plan.full_keys, plan.waiting_keys),
+            "worker": plan.worker,
             "gates": list(plan.gates),
             "bases": list(plan.bases),
             "periods": list(plan.periods),
@@ -990,7 +980,9 @@ class PostgresDriver(OrmDriver):
             "concurrency_keys": list(plan.concurrency_keys),
             "rate_keys": list(plan.rate_keys),
         }
-        *rows, (*_, fine) = self.execute_prepared(FLOW_TAKE_SPARED[keyed_only, len(queues) == 1], params)
+        *rows, (*_, fine) = self.execute_prepared(
+            FLOW_TAKE_SPARED[plan.keyed_only, len(plan.queues) == 1], params
+        )
         if not fine:
             return None
         rows.sort(key=lambda row: row[7])  # claim order, as numbered by the statement

@@ -189,12 +189,21 @@ class GateSave(NamedTuple):
 
 
 class SparedPlan(NamedTuple):
-    """What a claim within the gates' spares (``Driver.flow_take_spared``) holds its jobs
-    to: the type and queue gates it locks, each with the limits in force (``basis``) and
-    its rate's period in seconds (None: no rate), and the kinds of job it may take: each
-    type with the limit keys its rows must store (those of a type without limits: none).
-    A due job of another kind, or storing other keys, makes the claim count instead."""
+    """A claim within the gates' spares (``Driver.flow_take_spared``): up to ``limit`` due
+    jobs of ``queues`` for ``worker``, leaving out the keys known to be full or waiting
+    (``keyed_only``: only the jobs with limit keys), as ``FlowTransaction.candidates``
+    picks them; and what it holds them to: the type and queue gates it locks, each with the
+    limits in force (``basis``) and its rate's period in seconds (None: no rate), and the
+    kinds of job it may take: each type with the limit keys its rows must store (those of
+    a type without limits: none). A due job of another kind, or storing other keys, makes
+    the claim count instead."""
 
+    worker: str
+    queues: Sequence[str]
+    limit: int
+    full_keys: Sequence[str]
+    waiting_keys: Sequence[str]
+    keyed_only: bool
     gates: Sequence[str]
     bases: Sequence[str]
     periods: Sequence[int | None]
@@ -375,21 +384,10 @@ class Driver(Protocol):
         ended, changing nothing, when the block ends without ``finish``)."""
         ...
 
-    def flow_take_spared(
-        self,
-        worker: str,
-        queues: Sequence[str],
-        limit: int,
-        full_keys: Sequence[str],
-        waiting_keys: Sequence[str],
-        *,
-        keyed_only: bool,
-        plan: SparedPlan,
-    ) -> list[ClaimedJob] | None:
-        """Up to ``limit`` due jobs of ``queues`` (as ``FlowTransaction.candidates`` picks
-        them) marked running under ``worker`` in one statement, if the spares of the
-        ``plan``'s gates cover them all: each gate locked, its spares lowered and its rate
-        window given their starts. None, nothing taken, when they do not (or the driver
+    def flow_take_spared(self, plan: SparedPlan) -> list[ClaimedJob] | None:
+        """The ``plan``'s jobs marked running under its worker, if the spares of its gates
+        cover them all: each gate locked, its spares lowered and its rate window given
+        their starts. None, nothing taken, when they do not (or the driver
         does not claim this way): the caller's round then counts."""
         ...
 

@@ -163,6 +163,12 @@ def test_spare__half_the_concurrency_less_what_runs_and_the_rate_windows_room_fo
 
 def test_spend__lowers_each_spare_by_the_jobs_that_count_against_it_and_records_their_starts():
     plan = SparedPlan(
+        "w",
+        ["q"],
+        10,
+        [],
+        [],
+        False,
         ["queue:q", "type:rated"],
         ["concurrency 10, rate -", "concurrency -, rate 3/s"],
         [None, 1],
