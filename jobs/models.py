@@ -11,6 +11,7 @@ from datetime import timedelta
 from django.db import models
 from django.db.models.functions import Now
 
+from jobs.flow.limits import TYPE_PREFIX
 from jobs.flow.rates import Window, with_pending
 
 
@@ -171,11 +172,14 @@ class Job(models.Model):
                 name="jobs_claim_keyed_any",
             ),
             # Flow control: the running jobs of a concurrency key, counted by a claim of
-            # that key (an index-only probe) and by the admin's flow-control page. Partial:
-            # only a running job with a limit has an entry.
+            # that key (an index-only probe). Partial: only a running job with a key of its
+            # own has an entry. A type-wide key is left out: every running job of the type
+            # would hold the same value, and entries of one value cost each claim more
+            # than the rare count of them does through ``jobs_running``.
             models.Index(
                 fields=["concurrency_key"],
-                condition=models.Q(status="running", concurrency_key__isnull=False),
+                condition=models.Q(status="running", concurrency_key__isnull=False)
+                & ~models.Q(concurrency_key__startswith=TYPE_PREFIX),
                 name="jobs_running_key",
             ),
             # The admin page's filter on a rare final status (failed, cancelled), newest

@@ -42,7 +42,7 @@ from jobs.drivers.protocol import (
     Taken,
     TaskRow,
 )
-from jobs.flow.limits import QUEUE_PREFIX
+from jobs.flow.limits import QUEUE_PREFIX, TYPE_PREFIX
 from jobs.flow.rates import GRAIN, MICROS, with_pending
 from jobs.models import Job
 
@@ -225,16 +225,26 @@ FLOW_TAKE = {form: _FLOW_TAKE.format(candidates=ids) for form, ids in _flow_cand
 
 # Under the gates' locks: the database's clock (µs since the epoch, read now, after the
 # locks were granted, so every claim of these keys commits before it) and the running jobs
-# of each concurrency key (an index-only probe of ``jobs_running_key``) and of each queue
-# with a concurrency limit (the running rows, through ``jobs_running``). Reads committed
-# rows; locks nothing.
-FLOW_RUNNING = """
+# of each concurrency key (an index-only probe of ``jobs_running_key``, whose condition the
+# first part repeats word for word so that even a generic plan may read it), of each
+# type-wide key, which that index leaves out (the running rows, through ``jobs_running``),
+# and of each queue with a concurrency limit (the same). Those two read no row when they
+# have nothing to count (``cardinality``: checked once, before the scan, even in a generic
+# plan). Reads committed rows; locks nothing.
+FLOW_RUNNING = f"""
 SELECT 'key', concurrency_key, count(*) FROM jobs_job
  WHERE status = 'running' AND concurrency_key = ANY(%(keys)s::text[])
+   AND NOT (concurrency_key LIKE '{TYPE_PREFIX}%%')
+ GROUP BY concurrency_key
+UNION ALL
+SELECT 'key', concurrency_key, count(*) FROM jobs_job
+ WHERE status = 'running' AND concurrency_key = ANY(%(type_keys)s::text[])
+   AND cardinality(%(type_keys)s::text[]) > 0
  GROUP BY concurrency_key
 UNION ALL
 SELECT 'queue', queue, count(*) FROM jobs_job
  WHERE status = 'running' AND queue = ANY(%(counted)s::varchar[])
+   AND cardinality(%(counted)s::varchar[]) > 0
  GROUP BY queue
 UNION ALL
 SELECT 'now', NULL, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
@@ -363,9 +373,17 @@ SELECT id, type, payload, attempts, max_attempts, queue, step_id,
  UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, fine FROM verdict
 """
+
+def _unindented(statement: str) -> str:
+    """``statement`` without its lines' indentation: psycopg caches how it turns a
+    statement's named parameters into PostgreSQL's numbered ones only for statements of at
+    most 4,096 bytes, and parses a longer one again at every execution."""
+    return "\n".join(line.strip() for line in statement.splitlines())
+
+
 FLOW_TAKE_SPARED = {
-    form: _FLOW_TAKE_SPARED.format(
-        candidates=candidates, queue_prefix=QUEUE_PREFIX, micros=MICROS, grain=GRAIN
+    form: _unindented(
+        _FLOW_TAKE_SPARED.format(candidates=candidates, queue_prefix=QUEUE_PREFIX, micros=MICROS, grain=GRAIN)
     )
     for form, candidates in FLOW_CANDIDATES.items()
 }
@@ -793,9 +811,11 @@ def _lock_and_count(
     gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
 ) -> tuple[tuple[str, Mapping[str, Any]], tuple[str, Mapping[str, Any]]]:
     """The statements of ``FlowTransaction.lock_and_count``: the gates' lock, then the counts."""
+    type_keys = [key for key in keys if key.startswith(TYPE_PREFIX)]
+    own_keys = [key for key in keys if not key.startswith(TYPE_PREFIX)]
     return (FLOW_LOCK_GATES, {"gates": list(gates)}), (
         FLOW_RUNNING,
-        {"keys": list(keys), "counted": list(queues)},
+        {"keys": own_keys, "type_keys": type_keys, "counted": list(queues)},
     )
 
 
