@@ -193,6 +193,10 @@ SESSION_UTC = "SET time_zone = '+00:00'"
 # seeing few rows, may prefer another one and sort; read in this index's order from the
 # first ready entry (status, due_later = FALSE lead it), the statement stops after
 # ``limit`` rows, however long the backlog and however many jobs wait for a later time.
+# The ORDER BY names only the columns after those the WHERE fixes (here and in every claim
+# below): naming them too, MariaDB sorts every ready row instead of reading the index in
+# order whenever the session's collation is not the tables' (a literal compared with a
+# column of another collation is not taken as fixing it), 20 ms and more a claim.
 # Under READ COMMITTED (the worker's isolation level) it locks only the rows it returns.
 # The same transaction then marks them running by primary key (MARK_CLAIMED) and commits:
 # the locks live for those two statements. The rows are locked when read, so the attempt
@@ -201,14 +205,14 @@ _CLAIMED_COLUMNS = "id, type, payload, attempts, max_attempts, queue, step_id"
 CLAIM_ONE_QUEUE = f"""
 SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim)
  WHERE status = 'queued' AND due_later = FALSE AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
- ORDER BY status, due_later, queue, priority, run_at, id
+ ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
 CLAIM_QUEUES = f"""
 SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_any)
  WHERE status = 'queued' AND due_later = FALSE AND queue IN ({{queues}}) AND run_at <= CURRENT_TIMESTAMP(6)
- ORDER BY status, due_later, priority, run_at, id
+ ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
@@ -291,14 +295,14 @@ _SPARED_COLUMNS = "id, type, queue, payload, attempts, max_attempts, step_id, co
 FLOW_CANDIDATES_ONE_QUEUE = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim)
  WHERE status = 'queued' AND due_later = FALSE AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY status, due_later, queue, priority, run_at, id
+ ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
 FLOW_CANDIDATES_QUEUES = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_any)
  WHERE status = 'queued' AND due_later = FALSE AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY status, due_later, priority, run_at, id
+ ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
@@ -312,7 +316,7 @@ SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (job
 FLOW_CANDIDATES_KEYED_QUEUES = """
 SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_keyed_any)
  WHERE flow_due = 1 AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY flow_due, priority, run_at, id
+ ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """

@@ -196,6 +196,43 @@ def _assert_mariadb_claim_plan(queues: list[str]) -> None:
     assert "filesort" not in text, text
 
 
+@pytest.mark.skipif(not on_mariadb(), reason="a MariaDB session's collation")
+def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collation_is_not_the_tables():
+    """A session whose collation is not the tables' (a project's ``collation`` option other
+    than the database's): a literal compared with a column then does not count as fixing
+    it, and a claim whose ORDER BY named the columns its WHERE fixes sorted every ready row
+    instead of reading its index in order. Every claim's locking read (the plain claim's and
+    flow control's, of one queue and of several) still reads in index order."""
+    _finished_and_later_jobs(2_000)
+    store.enqueue_many("test.noop", [{} for _ in range(50)])
+    several = "%s, %s"
+    reads = {
+        "claim, one queue": (mariadb.CLAIM_ONE_QUEUE, ["default", 2]),
+        "claim, several": (mariadb.CLAIM_QUEUES.format(queues=several), ["default", "ai", 2]),
+        "flow, one queue": (mariadb.FLOW_CANDIDATES_ONE_QUEUE.format(excluded=""), ["default", 2]),
+        "flow, several": (
+            mariadb.FLOW_CANDIDATES_QUEUES.format(queues=several, excluded=""),
+            ["default", "ai", 2],
+        ),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE TABLE jobs_job")
+        cursor.fetchall()
+        cursor.execute("SELECT @@collation_connection")
+        (own,) = cursor.fetchone()
+        other = "utf8mb4_general_ci" if own != "utf8mb4_general_ci" else "utf8mb4_unicode_ci"
+        cursor.execute(f"SET NAMES utf8mb4 COLLATE {other}")
+        try:
+            sorted_reads = []
+            for name, (statement, params) in reads.items():
+                cursor.execute("EXPLAIN FORMAT=JSON " + statement, params)
+                if "filesort" in cursor.fetchone()[0]:
+                    sorted_reads.append(name)
+        finally:
+            cursor.execute(f"SET NAMES utf8mb4 COLLATE {own}")
+    assert not sorted_reads, f"sorted instead of read in index order under {other}: {sorted_reads}"
+
+
 @pytest.mark.parametrize(
     "queues", [["default"], ["default", "ai"]], ids=["one-queue lane", "several-queue lane"]
 )
