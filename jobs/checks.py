@@ -5,8 +5,9 @@ The settings (every command runs these, ``runworker`` only these: ``WORKER_TAG``
 (``platform.E002``), a LISTEN database that is not PostgreSQL (``platform.E003``), and a
 setting still under its old, unprefixed name (``platform.W003``).
 
-The jobs: queues with due jobs that no live worker serves (``platform.W001``), and timers
-that missed their runs (``platform.W002``). Tagged ``database``, so Django runs them only
+The jobs: queues with due jobs that no live worker serves (``platform.W001``), timers
+that missed their runs (``platform.W002``), and a session collation other than the engine's
+tables' (``platform.W004``, MariaDB). Tagged ``database``, so Django runs them only
 where a database is named: ``manage.py check --database default``, ``migrate`` (before it
 migrates), the test runner. They say nothing when the database cannot be reached or the
 engine's tables are not there yet (a fresh database during ``migrate``): other checks and
@@ -24,11 +25,13 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 from jobs import conf, coverage
 from jobs.conf import jobs_settings
+from jobs.drivers import driver
 from jobs.timetable import health
 
 UNSERVED_QUEUE = "platform.W001"
 OVERDUE_TIMER = "platform.W002"
 RENAMED_SETTING = "platform.W003"
+COLLATION_MISMATCH = "platform.W004"
 BAD_SETTING = "platform.E001"
 ASYNC_COMMIT_BEHIND_POOLER = "platform.E002"
 LISTEN_NOT_POSTGRESQL = "platform.E003"
@@ -69,6 +72,28 @@ def check_timers_run(app_configs: Any = None, databases: Any = None, **kwargs: A
         CheckWarning(state.warning, hint=state.hint, obj=f"timer {state.name}", id=OVERDUE_TIMER)
         for state in health.overdue(_read(databases, health.timer_states))
     ]
+
+
+@register(Tags.database)
+def check_collation(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    return [
+        CheckWarning(
+            f"The database sessions compare text in {session}; the engine's tables hold it in {tables}.",
+            hint=(
+                f"Set the collation option of DATABASES['{DEFAULT_DB_ALIAS}']['OPTIONS'] to {tables}, the "
+                "tables' (or convert the tables): a statement's text in another collation than its "
+                "column's fails (\"Illegal mix of collations\") or cannot use the column's index."
+            ),
+            obj="database",
+            id=COLLATION_MISMATCH,
+        )
+        for session, tables in _read(databases, _collation_mismatches)
+    ]
+
+
+def _collation_mismatches() -> list[tuple[str, str]]:
+    found = driver().session_mismatch()
+    return [found] if found else []
 
 
 @register(WORKER_TAG)

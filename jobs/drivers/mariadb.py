@@ -184,6 +184,14 @@ CLAIM_KEYED_ANY_SCHEMA_UNDO = (
 # datetime columns, and the statements below compare them with CURRENT_TIMESTAMP, the
 # session's time.
 SESSION_UTC = "SET time_zone = '+00:00'"
+# The session's collation and that of the engine's jobs table. A literal in a statement
+# takes the session's; compared with a column of another collation it fails ("Illegal mix
+# of collations") or no longer counts as fixing the column for the index the statement
+# reads (``check_collation``, platform.W004).
+SESSION_AND_TABLE_COLLATIONS = """
+SELECT @@collation_connection, TABLE_COLLATION FROM information_schema.TABLES
+ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobs_job'
+"""
 
 # --- claim and finish ---
 
@@ -525,6 +533,14 @@ INSERT INTO jobs_rollup (span, minute, queue, type, outcome, measure, bucket, tr
 VALUES {values}
     ON DUPLICATE KEY UPDATE tries = tries + VALUES(tries)
 """
+
+    def session_mismatch(self) -> tuple[str, str] | None:
+        with self.cursor() as cursor:
+            cursor.execute(SESSION_AND_TABLE_COLLATIONS)
+            found = cursor.fetchone()
+        if found is None or found[0] == found[1]:
+            return None
+        return found[0], found[1]
 
     def prepare_session(self, connection: BaseDatabaseWrapper) -> None:
         # With USE_TZ, Django stores UTC in MariaDB's zone-less columns but leaves the

@@ -234,6 +234,9 @@ class OrmDriver:
     def prepare_supervisor_session(self, connection: BaseDatabaseWrapper) -> None:
         pass
 
+    def session_mismatch(self) -> tuple[str, str] | None:
+        return None
+
     # --- enqueue ---
 
     def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:

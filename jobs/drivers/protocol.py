@@ -328,6 +328,12 @@ class Driver(Protocol):
         """Set up a new session of a worker's supervisor (which only moves claimed jobs)."""
         ...
 
+    def session_mismatch(self) -> tuple[str, str] | None:
+        """(the session's, the tables') when a session compares text in another collation
+        than the engine's tables hold it in (MariaDB); None when they agree, or where the
+        database has no such setting."""
+        ...
+
     # --- enqueue ---
 
     def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:
