@@ -374,6 +374,7 @@ SELECT id, type, payload, attempts, max_attempts, queue, step_id,
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, fine FROM verdict
 """
 
+
 def _unindented(statement: str) -> str:
     """``statement`` without its lines' indentation: psycopg caches how it turns a
     statement's named parameters into PostgreSQL's numbered ones only for statements of at

@@ -24,5 +24,9 @@ def _statements() -> dict[str, str]:
 def test_every_statement_with_named_parameters_fits_psycopgs_cached_length():
     statements = _statements()
     assert "FLOW_TAKE_SPARED(True, True)" in statements  # the longest, and the hot one
-    too_long = {name: len(text.encode()) for name, text in statements.items() if len(text.encode()) > MAX_CACHED_STATEMENT_LENGTH}
+    too_long = {
+        name: len(text.encode())
+        for name, text in statements.items()
+        if len(text.encode()) > MAX_CACHED_STATEMENT_LENGTH
+    }
     assert not too_long, f"longer than psycopg caches ({MAX_CACHED_STATEMENT_LENGTH} bytes): {too_long}"
