@@ -9,10 +9,9 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from jobs import checks
-from tests.support.database import on_mariadb
+from tests.support.database import on_mariadb, other_collation
 
 pytestmark = pytest.mark.django_db
 
@@ -23,17 +22,10 @@ def test_collation_check__says_nothing_when_the_session_and_the_tables_agree():
 
 @pytest.mark.skipif(not on_mariadb(), reason="a MariaDB session's collation")
 def test_collation_check__names_both_collations_and_the_option_when_they_differ():
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT @@collation_connection")
-        (own,) = cursor.fetchone()
-        other = "utf8mb4_general_ci" if own != "utf8mb4_general_ci" else "utf8mb4_unicode_ci"
-        cursor.execute(f"SET NAMES utf8mb4 COLLATE {other}")
-        try:
-            (warning,) = checks.check_collation(databases=["default"])
-            out = StringIO()
-            call_command("check", "--database", "default", stdout=out, stderr=out)
-        finally:
-            cursor.execute(f"SET NAMES utf8mb4 COLLATE {own}")
+    with other_collation() as (own, other):
+        (warning,) = checks.check_collation(databases=["default"])
+        out = StringIO()
+        call_command("check", "--database", "default", stdout=out, stderr=out)
     assert warning.id == checks.COLLATION_MISMATCH
     assert f"compare text in {other}" in warning.msg and f"hold it in {own}" in warning.msg
     assert "DATABASES['default']['OPTIONS']" in warning.hint and own in warning.hint

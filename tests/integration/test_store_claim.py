@@ -16,7 +16,7 @@ from django.utils import timezone
 from jobs import store
 from jobs.drivers import mariadb, postgres
 from jobs.models import Job, Status
-from tests.support.database import on_mariadb
+from tests.support.database import on_mariadb, other_collation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -218,18 +218,12 @@ def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collati
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE TABLE jobs_job")
         cursor.fetchall()
-        cursor.execute("SELECT @@collation_connection")
-        (own,) = cursor.fetchone()
-        other = "utf8mb4_general_ci" if own != "utf8mb4_general_ci" else "utf8mb4_unicode_ci"
-        cursor.execute(f"SET NAMES utf8mb4 COLLATE {other}")
-        try:
-            sorted_reads = []
-            for name, (statement, params) in reads.items():
-                cursor.execute("EXPLAIN FORMAT=JSON " + statement, params)
-                if "filesort" in cursor.fetchone()[0]:
-                    sorted_reads.append(name)
-        finally:
-            cursor.execute(f"SET NAMES utf8mb4 COLLATE {own}")
+    with other_collation() as (_, other), connection.cursor() as cursor:
+        sorted_reads = []
+        for name, (statement, params) in reads.items():
+            cursor.execute("EXPLAIN FORMAT=JSON " + statement, params)
+            if "filesort" in cursor.fetchone()[0]:
+                sorted_reads.append(name)
     assert not sorted_reads, f"sorted instead of read in index order under {other}: {sorted_reads}"
 
 

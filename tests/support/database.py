@@ -4,7 +4,8 @@ connection (another worker, an operator's shell), and a cheaper flush between te
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -16,6 +17,21 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 def on_mariadb() -> bool:
     """Whether this run's database is MariaDB (the suite runs on PostgreSQL and MariaDB)."""
     return settings.DATABASES["default"]["ENGINE"].endswith("mysql")
+
+
+@contextmanager
+def other_collation() -> Iterator[tuple[str, str]]:
+    """MariaDB: Django's session compares text in another collation than its own (the
+    tables') while inside; yields (its own, the other)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT @@collation_connection")
+        (own,) = cursor.fetchone()
+        other = "utf8mb4_general_ci" if own != "utf8mb4_general_ci" else "utf8mb4_unicode_ci"
+        cursor.execute(f"SET NAMES utf8mb4 COLLATE {other}")
+        try:
+            yield own, other
+        finally:
+            cursor.execute(f"SET NAMES utf8mb4 COLLATE {own}")
 
 
 def database_url(port: int | None = None) -> str:
