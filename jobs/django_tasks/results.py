@@ -22,7 +22,7 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
 from jobs import registry
 from jobs.django_tasks import rows, types
-from jobs.drivers.protocol import TaskRow
+from jobs.drivers.protocol import TaskRow, TaskTryRow
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
 
@@ -64,29 +64,52 @@ def enqueued(task: Task, job: Job) -> TaskResult:
     )
 
 
-# Rows read ahead for the tasks of the batch a worker's child is about to run: by id.
-_prefetched: dict[int, TaskRow] = {}
+# Rows read ahead for the tries of the tasks of the batch a worker's child is about to run:
+# by id.
+_prefetched: dict[int, TaskTryRow] = {}
 
 
 def prefetch(job_ids: list[int]) -> None:
-    """Read the rows of these tasks in one statement, for their ``load`` to take: a child
-    does this before each batch, since every try needs its row. Nobody else changes a
-    claimed task's row while the batch runs, so what is read here stays true."""
+    """Read what the tries of these tasks need of their rows in one statement, for their
+    ``of_try`` to take: a child does this before each batch, since every try needs its
+    row. Nobody else changes a claimed task's row while the batch runs, so what is read
+    here stays true."""
     _prefetched.clear()
-    _prefetched.update(rows.read(job_ids))
+    _prefetched.update(rows.read_tries(job_ids))
 
 
 def load(job_id: int, task: Task | None = None) -> TaskResult:
-    """The task result of job ``job_id`` (``task``: its task, if already known), from the
-    rows read ahead for its batch or read now.
-
-    One statement, and a second one for the failed tries only when there are any.
-    """
-    row = _prefetched.pop(job_id, None) or rows.read([job_id]).get(job_id)
+    """The task result of job ``job_id`` as stored now (``task``: its task, if already
+    known). One statement, and a second one for the failed tries only when there are any."""
+    row = rows.read([job_id]).get(job_id)
     if row is None:
         raise TaskResultDoesNotExist(f"No task result {job_id}: never enqueued, or pruned.")
     tries = list(JobAttempt.objects.filter(job_id=job_id).order_by("id")) if row.tried else []
     return build(row, tries, task if task is not None else _task_of(row))
+
+
+def of_try(job_id: int, task: Task, worker: str, args: list[Any], kwargs: dict[str, Any]) -> TaskResult:
+    """The result of ``task``'s try that ``worker`` is starting, as ``load`` would read it:
+    a first try's from its claim (``args``, ``kwargs``, ``worker``) and the row read ahead
+    for its batch; a task with failed tries (or whose row was not read ahead) through
+    ``load``."""
+    row = _prefetched.pop(job_id, None)
+    if row is None or row.tried:
+        return load(job_id, task)
+    return TaskResult(
+        task=_as_enqueued(task, row),
+        id=str(job_id),
+        status=TaskResultStatus.RUNNING,
+        enqueued_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=None,
+        last_attempted_at=row.started_at,
+        args=args,
+        kwargs=kwargs,
+        backend=task.backend,
+        errors=[],
+        worker_ids=[worker],
+    )
 
 
 def build(row: TaskRow, tries: list[JobAttempt], task: Task) -> TaskResult:
@@ -143,7 +166,7 @@ def _task_of(row: TaskRow) -> Task:
         raise TaskResultDoesNotExist(f"Task result {row.id}: {exc}") from exc
 
 
-def _as_enqueued(task: Task, row: TaskRow) -> Task:
+def _as_enqueued(task: Task, row: TaskRow | TaskTryRow) -> Task:
     """The task with the queue, priority and run_after its row was given."""
     changes: dict[str, Any] = {}
     if row.queue != task.queue_name:

@@ -56,7 +56,7 @@ class TaskRunner:
         self.is_async = inspect.iscoroutinefunction(task.func)
 
     def __call__(self, ctx: JobContext, *, args: list[Any], kwargs: dict[str, Any]) -> str | None:
-        result = task_results.load(ctx.job_id, self.task)
+        result = task_results.of_try(ctx.job_id, self.task, ctx.worker, args, kwargs)
         task_started.send(sender=self.sender, task_result=result)
         try:
             if self.task.takes_context:
@@ -73,17 +73,29 @@ class TaskRunner:
         return text
 
     def _call(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        try:
-            self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise InvalidTaskArguments(f"Task {self.task.module_path}: {exc}.") from exc
         if not self.is_async:
-            return self.task.func(*args, **kwargs)
+            return self._checked(self.task.func, args, kwargs)
+        coroutine = self._checked(self.task.func, args, kwargs)  # its arguments are bound here
         loop = _event_loop()
         try:
-            return loop.run_until_complete(self.task.func(*args, **kwargs))
+            return loop.run_until_complete(coroutine)
         finally:
             loop.run_until_complete(sync_to_async(close_old_connections)())
+
+    def _checked(self, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """``func(*args, **kwargs)``; arguments that do not fit its signature raise
+        ``InvalidTaskArguments``. They are checked only once the call raised a
+        ``TypeError`` (binding them first would cost every try as much as a no-op task's
+        signals): a ``TypeError`` of the task's own code, with fitting arguments, stays
+        what it is."""
+        try:
+            return func(*args, **kwargs)
+        except TypeError as exc:
+            try:
+                self.signature.bind(*args, **kwargs)
+            except TypeError as unfit:
+                raise InvalidTaskArguments(f"Task {self.task.module_path}: {unfit}.") from exc
+            raise
 
     def _encode(self, value: Any) -> str | None:
         """The value as stored: JSON text, or None for None. A value that is not JSON

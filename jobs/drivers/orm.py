@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from functools import reduce
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
@@ -41,6 +42,7 @@ from jobs.drivers.protocol import (
     Subscription,
     Taken,
     TaskRow,
+    TaskTryRow,
 )
 from jobs.flow.rates import with_pending
 from jobs.models import FlowGate, Job, JobAttempt, Status, Worker, WorkflowEdge, WorkflowStep
@@ -119,6 +121,13 @@ def micros(moment: datetime) -> int:
 
 def moment(micros_since_epoch: int) -> datetime:
     return datetime.fromtimestamp(micros_since_epoch / 1_000_000, tz=UTC)
+
+
+def stored_moment(micros_since_epoch: int) -> datetime:
+    """A stored time read as microseconds since the epoch, as Django would read the column:
+    aware in UTC, or naive in the current time zone without USE_TZ."""
+    at = moment(micros_since_epoch)
+    return at if settings.USE_TZ else timezone.make_naive(at)
 
 
 class _StepByStep:
@@ -725,6 +734,15 @@ SELECT minute, measure, total,
             )
             for job in rows
         ]
+
+    def task_try_rows(self, job_ids: Sequence[int]) -> list[TaskTryRow]:
+        rows = (
+            self.jobs()
+            .filter(pk__in=job_ids)
+            .annotate(tried=Exists(JobAttempt.objects.using(self.alias).filter(job_id=OuterRef("pk"))))
+            .values_list("pk", "queue", "priority", "run_at", "created_at", "started_at", "tried")
+        )
+        return [TaskTryRow(*row) for row in rows]
 
     def newest_of_keys(self, dedupe_keys: Sequence[str], types: Sequence[str]) -> Q:
         # A subquery per key, each one step backwards into ``jobs_dedupe_key`` (dedupe_key, id).

@@ -156,6 +156,19 @@ class TaskRow(NamedTuple):
     tried: bool  # whether the job has failed tries (rows in jobs_attempt)
 
 
+class TaskTryRow(NamedTuple):
+    """What a django.tasks task's try needs of its row beyond what its claim brought (its
+    type, payload, attempt and worker): the rest of the ``TaskResult`` its signals carry."""
+
+    id: int
+    queue: str
+    priority: int
+    run_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    tried: bool  # whether the job has failed tries (rows in jobs_attempt)
+
+
 class Locks(NamedTuple):
     """What ``FlowTransaction.lock_and_count`` locks and counts: gates, concurrency keys,
     queues."""
@@ -513,6 +526,12 @@ class Driver(Protocol):
     def task_rows(self, job_ids: Sequence[int]) -> list[TaskRow]:
         """The rows of these jobs (ids without a row are left out), in one statement where
         the database allows."""
+        ...
+
+    def task_try_rows(self, job_ids: Sequence[int]) -> list[TaskTryRow]:
+        """What the tries about to start of these claimed jobs read of their rows (ids
+        without a row are left out), in one statement: a worker's child reads those of a
+        batch before running it."""
         ...
 
     def newest_of_keys(self, dedupe_keys: Sequence[str], types: Sequence[str]) -> Q:

@@ -68,6 +68,7 @@ def main(
         jobs_settings.TRY_LOG_LEVEL, jobs_settings.TRY_LOG_LINES, jobs_settings.TRY_LOG_BYTES, progress.log
     )
     tracer = tracing.child_tracer()  # None unless OpenTelemetry is installed and configured
+    _connect()
 
     try:
         _serve(conn, state, progress, worker, tracer)
@@ -91,6 +92,10 @@ def _serve(
             return  # the supervisor is gone
         if isinstance(message, Stop):
             return
+        # As a web request starts: a connection past DB_CONN_MAX_AGE (say, one the child
+        # opened as it started, long before this batch) is closed, not used stale, and a
+        # health check (CONN_HEALTH_CHECKS) runs again before the batch's first query.
+        close_old_connections()
         _read_ahead(message.jobs)
         traced = _traced(tracer, message.jobs)
         for index, (job_id, type_name, payload_text, attempt, max_attempts, _, step) in enumerate(
@@ -116,6 +121,22 @@ def _serve(
         close_old_connections()
         if not _send(conn, messages.BATCH_DONE):
             return
+
+
+def _connect() -> None:
+    """Open this child's database connection while it waits for its first batch: nearly
+    every job uses it, and that batch's first try would otherwise wait for it (the
+    connection and its session's set-up: 4–6 ms on a quiet machine, 15–20 ms on a busy
+    one). Not where connections are not kept (``CONN_MAX_AGE`` 0: each batch would close
+    it unused). A database out of reach now is left for the first try that needs it."""
+    from django.db import connection
+
+    if connection.settings_dict.get("CONN_MAX_AGE") == 0:
+        return
+    try:
+        connection.ensure_connection()
+    except Exception:  # noqa: BLE001 - the tries report the database's errors, not the child
+        logger.debug("The child could not connect to the database yet.", exc_info=True)
 
 
 def _traced(tracer: tracing.ChildTracer | None, jobs: Sequence[JobFields]) -> tracing.TracedBatch | None:

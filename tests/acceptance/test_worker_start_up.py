@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from jobs.models import Worker
 from tests.support.paths import ROOT
@@ -203,6 +204,48 @@ def test_worker__forks_its_forkserver_and_resource_tracker_starting_no_new_inter
     wait_for(lambda: len(descendants(worker.pid)) == 4, timeout=30)  # tracker, forkserver, 2 children
     own = Path(f"/proc/{worker.pid}/cmdline").read_bytes()
     assert {Path(f"/proc/{pid}/cmdline").read_bytes() for pid in descendants(worker.pid)} == {own}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker__children_connect_to_the_database_before_their_first_job(start_worker):
+    """A child opens its connection as it starts, not in its first job's try: with no job
+    to run (and no timer), each child still holds one connection to the database."""
+    worker = start_worker("--concurrency", "2", "--name", "eager", env={"JOBS_SCHEDULER": "false"})
+    port = int(settings.DATABASES["default"]["PORT"])
+
+    def children() -> list[int]:  # the forkserver's: grandchildren of the supervisor
+        return [pid for helper in _children(worker.pid) for pid in _children(helper)]
+
+    wait_for(lambda: len(children()) == 2, timeout=60, message="two children")
+    wait_for(
+        lambda: [_connections_to(pid, port) for pid in children()] == [1, 1],
+        timeout=30,
+        message="each child connected to the database",
+    )
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == pid]
+
+
+def _connections_to(pid: int, port: int) -> int:
+    """Established TCP connections of process ``pid`` to ``port``."""
+    try:
+        inodes = {
+            os.readlink(f"/proc/{pid}/fd/{fd}")[len("socket:[") : -1]
+            for fd in os.listdir(f"/proc/{pid}/fd")
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:[")
+        }
+    except OSError:
+        return 0  # gone, or a descriptor closed while listed
+    established = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            if fields[3] == "01" and remote_port == port and fields[9] in inodes:
+                established += 1
+    return established
 
 
 def _parent(pid: int) -> int | None:

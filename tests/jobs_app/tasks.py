@@ -51,10 +51,22 @@ def sleep(ctx: JobContext, *, seconds: float, marker: str = "", gate: str = "") 
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
 
 
+@job("test.offline", queue="default", attempts=3, backoff=(0.2,))
+def offline(ctx: JobContext, *, seconds: float, tries: str) -> None:
+    """Runs ``seconds`` without the database (its try outlives an outage of it unharmed),
+    noting each of its tries' attempt in the file ``tries`` as it starts."""
+    with open(tries, "a") as noted:
+        noted.write(f"{ctx.attempt}\n")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 @job("test.sockets", queue="default", attempts=1)
 def sockets(ctx: JobContext, *, path: str) -> None:
-    """Writes how many TCP sockets this process holds, before it opens any: a child that
-    inherited its supervisor's (or forkserver's) database connection would hold one."""
+    """Writes how many TCP sockets this process holds: a child's own database connection,
+    opened as it started; a child that inherited its supervisor's (or forkserver's) would
+    hold two."""
     fds = Path("/proc/self/fd")
     inodes = {os.readlink(fds / fd)[8:-1] for fd in os.listdir(fds) if _is_socket(fds / fd)}
     tcp = set()

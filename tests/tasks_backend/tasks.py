@@ -118,6 +118,12 @@ def sleepy(seconds: float) -> None:
 
 
 @task
+def trips_on_a_type(a: int) -> None:
+    """Raises a TypeError of its own, with arguments that fit its signature."""
+    raise TypeError(f"cannot add {a!r} to a str")
+
+
+@task
 def nothing() -> None:
     """Returns None: acknowledged like a job, nothing stored."""
 

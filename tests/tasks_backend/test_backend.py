@@ -20,8 +20,10 @@ import jobs
 from jobs import registry, retries, store
 from jobs.backends import JobsBackend
 from jobs.context import JobContext
+from jobs.django_tasks import results as task_results
 from jobs.django_tasks import types
 from jobs.django_tasks.backend import DEFAULT_POLICY
+from jobs.errors import InvalidTaskArguments
 from jobs.flow import admission
 from jobs.models import Job, Priority, Status
 from jobs.registry import DEFAULT_BACKOFF, DEFAULT_BACKOFF_CAP
@@ -423,6 +425,82 @@ def test_retry_later__on_a_tasks_last_attempt_finishes_the_try_ready_as_the_stor
         task_finished.disconnect(on_finished)
     assert seen == [(TaskResultStatus.READY, None)]
     assert (stored.status, stored.finished_at) == (TaskResultStatus.READY, None)
+
+
+# --- a try in a worker's child --------------------------------------------------------------
+
+
+FIELDS = ("id", "status", "enqueued_at", "started_at", "finished_at", "last_attempted_at", "args",
+          "kwargs", "backend", "errors", "worker_ids")  # fmt: skip
+AS_ENQUEUED = ("queue_name", "priority", "run_after")
+
+
+def as_read(result: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    return tuple(getattr(result, name) for name in FIELDS), tuple(
+        getattr(result.task, name) for name in AS_ENQUEUED
+    )
+
+
+@pytest.mark.django_db(transaction=True)  # the claim commits, so its started_at is stored
+def test_a_first_try__reads_as_get_result_reads_its_row():
+    # Enqueued deferred, in another queue, at another priority: each part of the result its
+    # claim did not bring comes from the row read ahead for its batch.
+    task = tasks.mail_add.using(priority=7, run_after=timezone.now() - timedelta(seconds=1))
+    result = task.enqueue(2, b=3)
+    Job.objects.filter(pk=int(result.id)).update(created_at=timezone.now() - timedelta(hours=1))
+    (claimed,) = store.claim("w7", ["mail"], 1)
+
+    task_results.prefetch([claimed.id])
+    running = task_results.of_try(claimed.id, tasks.mail_add, "w7", [2], {"b": 3})
+    stored = default_task_backend.get_result(result.id)
+
+    assert as_read(running) == as_read(stored)
+    assert (running.status, running.worker_ids, running.errors) == (TaskResultStatus.RUNNING, ["w7"], [])
+    assert (running.task.queue_name, running.task.priority) == ("mail", 7)
+    assert running.enqueued_at < running.task.run_after <= running.started_at
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_try_after_a_failed_one__reads_its_errors_as_get_result_does():
+    result = tasks.flaky.enqueue(1)
+    first = claim("w1")
+    store.fail("w1", first.id, first.attempt, Failure("ConnectionError", "try 1", "tb"))
+    make_due(first.id)
+    second = claim("w2")
+
+    task_results.prefetch([second.id])
+    running = task_results.of_try(second.id, tasks.flaky, "w2", [1], {})
+
+    assert as_read(running) == as_read(default_task_backend.get_result(result.id))
+    assert (running.worker_ids, [error.exception_class for error in running.errors]) == (
+        ["w1", "w2"],
+        [ConnectionError],
+    )
+
+
+def run_in_child(task: Any, *args: Any, **kwargs: Any) -> Any:
+    """One try of ``task`` as a worker's child runs it, on a claimed row."""
+    task.enqueue(*args, **kwargs)
+    claimed = claim("w1")
+    ctx = JobContext(claimed.id, claimed.type, claimed.attempt, claimed.max_attempts, "w1")
+    return default_task_backend.job_type(task).func(ctx, args=list(args), kwargs=kwargs)
+
+
+@pytest.mark.parametrize("task", [tasks.add, tasks.async_add], ids=["sync", "async"])
+def test_arguments_that_do_not_fit__fail_the_try_saying_which_task(task):
+    with pytest.raises(
+        InvalidTaskArguments, match=f"Task {task.module_path}: missing a required argument: 'b'"
+    ):
+        run_in_child(task, 1)
+    with pytest.raises(InvalidTaskArguments, match="got an unexpected keyword argument 'c'"):
+        run_in_child(task, 1, 2, c=3)
+    assert not retries.retryable(InvalidTaskArguments("x"))
+
+
+def test_a_type_error_of_the_tasks_own_code__stays_its_own():
+    with pytest.raises(TypeError, match="cannot add 1 to a str") as raised:
+        run_in_child(tasks.trips_on_a_type, 1)
+    assert type(raised.value) is TypeError
 
 
 # --- priority -------------------------------------------------------------------------------
