@@ -46,9 +46,11 @@ class JobType:
     # The handler returns its result as JSON text, to be stored on the row (a django.tasks
     # task: ``jobs.django_tasks``); a job handler's return value is ignored.
     keeps_result: bool = False
-    # Called in a worker's child with the ids of a batch's jobs of this type before they
-    # run, to read in one go what each try needs (a task's row); a failure is only logged.
-    read_ahead: Callable[[list[int]], None] | None = None
+    # Called in a worker's child with a batch's jobs of this type (``JobFields``: what the
+    # claim brought, ``try_fields`` included) before they run, to read in one go what each
+    # try needs (a task's row) and the claim did not bring; a failure is only logged. A
+    # worker's claims bring ``try_fields`` for the jobs of such types (``store.claim``).
+    read_ahead: Callable[[list[Any]], None] | None = None
     # How a workflow step of this type gets its upstream results under a keyword of the
     # step's choosing (``jobs.step(..., results_as=...)``): by default a payload field; an
     # adapter whose payload holds the call's arguments puts them among those.

@@ -273,13 +273,22 @@ def promote_due(limit: int = PROMOTE_BATCH) -> Promoted:
     return driver().promote_due(limit)
 
 
-def claim(worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False) -> list[ClaimedJob]:
+def claim(
+    worker: str,
+    queues: Sequence[str],
+    limit: int,
+    *,
+    unkeyed: bool = False,
+    with_rows: Sequence[str] = (),
+) -> list[ClaimedJob]:
     """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order; with
     ``unkeyed``, only jobs without flow-control keys (a queue that also holds limited types:
-    its keyed jobs are ``claim_flowed``'s)."""
+    its keyed jobs are ``claim_flowed``'s). ``with_rows``: types whose tries read their
+    rows (``JobType.read_ahead``): where the driver can, their jobs come with what those
+    tries read (``ClaimedJob.try_fields``)."""
     if limit <= 0 or not queues:
         return []
-    return driver().claim(worker, queues, limit, unkeyed=unkeyed)
+    return driver().claim(worker, queues, limit, unkeyed=unkeyed, with_rows=with_rows)
 
 
 # --- the claim of jobs with flow limits (``jobs.flow``) -----------------------------------------

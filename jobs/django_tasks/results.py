@@ -22,9 +22,11 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
 from jobs import registry
 from jobs.django_tasks import rows, types
+from jobs.drivers.orm import stored_moment
 from jobs.drivers.protocol import TaskRow, TaskTryRow
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
+from jobs.worker.messages import JobFields
 
 STATUSES = {
     Status.QUEUED: TaskResultStatus.READY,
@@ -69,13 +71,29 @@ def enqueued(task: Task, job: Job) -> TaskResult:
 _prefetched: dict[int, TaskTryRow] = {}
 
 
-def prefetch(job_ids: list[int]) -> None:
-    """Read what the tries of these tasks need of their rows in one statement, for their
-    ``of_try`` to take: a child does this before each batch, since every try needs its
-    row. Nobody else changes a claimed task's row while the batch runs, so what is read
-    here stays true."""
+def prefetch(jobs: list[JobFields]) -> None:
+    """What the tries of these tasks need of their rows, for their ``of_try`` to take: as
+    their claim brought it (``ClaimedJob.try_fields``), else read in one statement. A child
+    does this before each batch, since every try needs its row. Nobody else changes a
+    claimed task's row while the batch runs, so what is read here stays true."""
     _prefetched.clear()
-    _prefetched.update(rows.read_tries(job_ids))
+    unread = []
+    for job_id, _, _, _, _, queue, _, fields in jobs:
+        if fields is None:
+            unread.append(job_id)
+            continue
+        priority, run_at, created_at, started_at, tried = fields
+        _prefetched[job_id] = TaskTryRow(
+            job_id,
+            queue,
+            priority,
+            stored_moment(run_at),
+            stored_moment(created_at),
+            stored_moment(started_at),
+            tried,
+        )
+    if unread:
+        _prefetched.update(rows.read_tries(unread))
 
 
 def load(job_id: int, task: Task | None = None) -> TaskResult:

@@ -568,7 +568,13 @@ VALUES {values}
             return cursor.rowcount
 
     def claim(
-        self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        unkeyed: bool = False,
+        with_rows: Sequence[str] = (),  # their tries read their rows (``task_try_rows``)
     ) -> list[ClaimedJob]:
         # Two statements in one short transaction: the locking read, the UPDATE.
         with transaction.atomic(using=self.alias), self.cursor() as cursor:

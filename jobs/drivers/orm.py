@@ -285,7 +285,13 @@ class OrmDriver:
     # --- claim and finish ---
 
     def claim(
-        self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        unkeyed: bool = False,
+        with_rows: Sequence[str] = (),  # their tries read their rows (``task_try_rows``)
     ) -> list[ClaimedJob]:
         # Select, mark and re-read in one transaction; the row locks (where the database
         # takes them) last until its end.

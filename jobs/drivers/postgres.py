@@ -92,17 +92,43 @@ UPDATE jobs_job
          ORDER BY priority, run_at, id
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED))
-RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, step_id, priority, run_at
+RETURNING id, type, payload::text AS payload, attempts, max_attempts, queue, step_id, priority, run_at{returning}
 )
-SELECT id, type, payload, attempts, max_attempts, queue, step_id FROM claimed ORDER BY priority, run_at, id
+SELECT c.id, c.type, c.payload, c.attempts, c.max_attempts, c.queue, c.step_id{columns}
+  FROM claimed AS c{join}
+ ORDER BY c.priority, c.run_at, c.id
 """
 _ONE_QUEUE = "queue = %(queue)s"
 _QUEUES = "queue = ANY(%(queues)s::varchar[])"
 _UNKEYED = "\n           AND concurrency_key IS NULL AND rate_key IS NULL"
-CLAIM_ONE_QUEUE = _CLAIM.format(queue_condition=_ONE_QUEUE, keys_condition="")
-CLAIM_QUEUES = _CLAIM.format(queue_condition=_QUEUES, keys_condition="")
-CLAIM_ONE_QUEUE_UNKEYED = _CLAIM.format(queue_condition=_ONE_QUEUE, keys_condition=_UNKEYED)
-CLAIM_QUEUES_UNKEYED = _CLAIM.format(queue_condition=_QUEUES, keys_condition=_UNKEYED)
+# The claim that also brings, for the jobs of the types in %(row_types)s (django.tasks
+# tasks), what their tries would read of their rows (``ClaimedJob.try_fields``, the
+# fields of ``TASK_TRY_ROWS``): the UPDATE holds the row already, and the child reads
+# nothing. The other jobs get NULLs.
+_PLAIN = {"returning": "", "columns": "", "join": ""}
+_WITH_ROWS = {
+    "returning": ", created_at, started_at",
+    "columns": ", t.priority, t.run_at, t.created_at, t.started_at, t.tried",
+    "join": """ LEFT JOIN LATERAL (
+       SELECT c.priority, (extract(epoch FROM c.run_at) * 1000000)::bigint AS run_at,
+              (extract(epoch FROM c.created_at) * 1000000)::bigint AS created_at,
+              (extract(epoch FROM c.started_at) * 1000000)::bigint AS started_at,
+              EXISTS (SELECT 1 FROM jobs_attempt AS a WHERE a.job_id = c.id) AS tried
+        WHERE c.type = ANY(%(row_types)s::text[])) AS t ON true""",
+}
+#: The plain claim in its forms, by (one queue, unkeyed, with rows).
+CLAIMS = {
+    (one, unkeyed, with_rows): _CLAIM.format(
+        queue_condition=_ONE_QUEUE if one else _QUEUES,
+        keys_condition=_UNKEYED if unkeyed else "",
+        **(_WITH_ROWS if with_rows else _PLAIN),
+    )
+    for one in (True, False)
+    for unkeyed in (False, True)
+    for with_rows in (False, True)
+}
+CLAIM_ONE_QUEUE = CLAIMS[True, False, False]
+CLAIM_QUEUES = CLAIMS[False, False, False]
 
 # What an acknowledgement returns of each job it marked succeeded: what the rollup of
 # finished tries counts it by (``jobs.rollup``), its wait (due to started) and its run, in
@@ -1003,19 +1029,33 @@ class PostgresDriver(OrmDriver):
             return cursor.rowcount
 
     def claim(
-        self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        unkeyed: bool = False,
+        with_rows: Sequence[str] = (),
     ) -> list[ClaimedJob]:
-        if len(queues) == 1:
-            rows = self.execute_prepared(
-                CLAIM_ONE_QUEUE_UNKEYED if unkeyed else CLAIM_ONE_QUEUE,
-                {"worker": worker, "queue": queues[0], "limit": limit},
-            )
+        one = len(queues) == 1
+        params: dict[str, Any] = {"worker": worker, "limit": limit}
+        if one:
+            params["queue"] = queues[0]
         else:
-            rows = self.execute_prepared(
-                CLAIM_QUEUES_UNKEYED if unkeyed else CLAIM_QUEUES,
-                {"worker": worker, "queues": list(queues), "limit": limit},
+            params["queues"] = list(queues)
+        if not with_rows:
+            return [ClaimedJob(*row) for row in self.execute_prepared(CLAIMS[one, unkeyed, False], params)]
+        params["row_types"] = list(with_rows)
+        return [
+            ClaimedJob(job_id, type_name, payload, attempt, most, queue, step)
+            if priority is None
+            else ClaimedJob(
+                job_id, type_name, payload, attempt, most, queue, step,
+                try_fields=(priority, run_at, created_at, started_at, tried),
             )
-        return [ClaimedJob(*row) for row in rows]
+            for job_id, type_name, payload, attempt, most, queue, step, priority, run_at, created_at, started_at, tried
+            in self.execute_prepared(CLAIMS[one, unkeyed, True], params)
+        ]  # fmt: skip
 
     def flow_take_spared(self, plan: SparedPlan) -> list[ClaimedJob] | None:
         params = {

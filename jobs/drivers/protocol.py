@@ -30,6 +30,10 @@ if TYPE_CHECKING:  # the engine's package imports this before Django's apps are 
 PLAIN_JOBS_NOTICE = "plain:"
 
 
+#: ``ClaimedJob.try_fields``: priority, run_at, created_at, started_at (µs), tried.
+TryFields = tuple[int, int, int, int, bool]
+
+
 class ClaimedJob(NamedTuple):
     """A claimed job as the worker needs it: no model instance in the hot loop."""
 
@@ -44,6 +48,10 @@ class ClaimedJob(NamedTuple):
     # slot another worker may want, so it went to an idle child, runs alone, and its end
     # wakes the workers waiting for the slot.
     held: bool = False
+    # What its try reads of its row, brought by the claim for a type that asked for it
+    # (``Driver.claim``'s ``with_rows``): priority, run_at, created_at and started_at (µs
+    # since the epoch) and whether it has failed tries; None where the claim did not.
+    try_fields: TryFields | None = None
 
 
 class Done(NamedTuple):
@@ -362,11 +370,20 @@ class Driver(Protocol):
     # --- claim and finish ---
 
     def claim(
-        self, worker: str, queues: Sequence[str], limit: int, *, unkeyed: bool = False
+        self,
+        worker: str,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        unkeyed: bool = False,
+        with_rows: Sequence[str] = (),
     ) -> list[ClaimedJob]:
         """Mark up to ``limit`` due queued jobs of ``queues`` running under ``worker`` (one
         more attempt each), skipping rows another session holds; in claim order. With
-        ``unkeyed``, only jobs without limit keys (the others go through flow control)."""
+        ``unkeyed``, only jobs without limit keys (the others go through flow control).
+        ``with_rows``: types whose tries read their rows (django.tasks tasks); a driver may
+        bring what they read with their jobs (``ClaimedJob.try_fields``) or leave it to
+        ``task_try_rows``."""
         ...
 
     def promote_due(self, limit: int) -> Promoted:

@@ -98,7 +98,7 @@ def _serve(
         close_old_connections()
         _read_ahead(message.jobs)
         traced = _traced(tracer, message.jobs)
-        for index, (job_id, type_name, payload_text, attempt, max_attempts, _, step) in enumerate(
+        for index, (job_id, type_name, payload_text, attempt, max_attempts, _, step, _) in enumerate(
             message.jobs
         ):
             state[STARTED] = time.monotonic()
@@ -155,22 +155,26 @@ def _traced(tracer: tracing.ChildTracer | None, jobs: Sequence[JobFields]) -> tr
 
 def _read_ahead(jobs: Sequence[JobFields]) -> None:
     """Let the types of the batch's jobs read what their tries need in one go (a
-    django.tasks task's row: ``JobType.read_ahead``), one call per hook for all its jobs,
-    rather than one statement per try. If it fails, each try reads its own, and a failure
-    there is that try's."""
-    ids: dict[Callable[[list[int]], None], list[int]] = {}
-    for job_id, type_name, *_ in jobs:
+    django.tasks task's row: ``JobType.read_ahead``), one call per hook with all its jobs
+    (and what their claim brought of it), rather than one statement per try. If it fails,
+    each try reads its own, and a failure there is that try's."""
+    batches: dict[Callable[[list[JobFields]], None], list[JobFields]] = {}
+    for job in jobs:
         try:
-            hook = registry.lookup(type_name).read_ahead
+            hook = registry.lookup(job[1]).read_ahead
         except UnknownJobType:
             continue  # its try fails, saying why
         if hook is not None:
-            ids.setdefault(hook, []).append(job_id)
-    for hook, job_ids in ids.items():
+            batches.setdefault(hook, []).append(job)
+    for hook, its_jobs in batches.items():
         try:
-            hook(job_ids)
+            hook(its_jobs)
         except Exception:  # noqa: BLE001 - never the child's end: each try reads alone
-            logger.warning("Could not read ahead for jobs %s of their batch.", job_ids, exc_info=True)
+            logger.warning(
+                "Could not read ahead for jobs %s of their batch.",
+                [job[0] for job in its_jobs],
+                exc_info=True,
+            )
 
 
 def _exit_with(supervisor_pid: int) -> None:

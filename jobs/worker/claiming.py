@@ -9,6 +9,7 @@ call goes through the supervisor's ``DatabaseGuard``.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from jobs import store, tracing
 from jobs.worker.flow import FlowControl
@@ -25,6 +26,7 @@ def claim_into(
     flow: FlowControl,
     window: float,
     max_prefetch: int,
+    with_rows: Sequence[str] = (),
 ) -> int:
     """Claim what the lane's idle children can take. With a fair share, a queue at its
     share is left out, and a claim takes no more of a queue than its share has room
@@ -32,7 +34,8 @@ def claim_into(
     into the lane's buffer (none when the database could not be reached).
 
     Paused queues are left out; queues with flow limits (``jobs.worker.flow``) are
-    claimed first, through flow control, the others by the one-statement claim."""
+    claimed first, through flow control, the others by the one-statement claim, which
+    brings what the tries of the ``with_rows`` types read of their rows."""
     total = 0
     want = lane.claim_size(window, max_prefetch)
     while want > 0:
@@ -68,7 +71,7 @@ def claim_into(
                 continue
             asked = limit - got
             began = time.time_ns()
-            claimed = db.call(store.claim, worker, group, asked, unkeyed=unkeyed)
+            claimed = db.call(store.claim, worker, group, asked, unkeyed=unkeyed, with_rows=with_rows)
             if claimed is None:
                 return total
             if claimed:

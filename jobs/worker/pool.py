@@ -75,7 +75,8 @@ class Child:
     def start(self, batch: list[ClaimedJob]) -> None:
         self.state[CURRENT] = 0
         self.state[STARTED] = time.monotonic()
-        messages.send(self.conn, RunBatch([job[:7] for job in batch]))  # the child's fields (not held)
+        # The child's fields: not held.
+        messages.send(self.conn, RunBatch([(*job[:7], job.try_fields) for job in batch]))
         self.batch, self.settled, self.returned, self.sent_at = batch, set(), {}, self.state[STARTED]
 
     def receive(self) -> FromChild:

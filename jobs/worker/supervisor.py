@@ -86,6 +86,9 @@ class Supervisor:
         self.window = jobs_settings.PREFETCH_WINDOW
         self.max_prefetch = jobs_settings.MAX_PREFETCH
         self.timeouts: dict[str, float | None] = {}
+        # Types whose tries read their rows (``JobType.read_ahead``: django.tasks tasks),
+        # learnt as their jobs are seen: later claims bring what those tries read.
+        self.row_types: tuple[str, ...] = ()
         self.log_jobs = logger.isEnabledFor(logging.INFO)
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -269,9 +272,13 @@ class Supervisor:
     def _timeout(self, type_name: str) -> float | None:
         if type_name not in self.timeouts:
             try:
-                self.timeouts[type_name] = registry.lookup(type_name).timeout
+                job_type = registry.lookup(type_name)
             except UnknownJobType:
                 self.timeouts[type_name] = None
+            else:
+                self.timeouts[type_name] = job_type.timeout
+                if job_type.read_ahead is not None:
+                    self.row_types = (*self.row_types, type_name)
         return self.timeouts[type_name]
 
     # --- children -------------------------------------------------------------------------
@@ -392,6 +399,7 @@ class Supervisor:
             flow=self.flow,
             window=self.window,
             max_prefetch=self.max_prefetch,
+            with_rows=self.row_types,
         )
         if claimed:
             self.burst_rechecked = False

@@ -51,6 +51,13 @@ def record(context: TaskContext, label: str = "", signal_log: str = "") -> dict[
     return {"label": label, "attempt": context.attempt, "status": result.status, "workers": result.worker_ids}
 
 
+@task(takes_context=True)
+def record_times(context: TaskContext) -> dict[str, Any]:
+    """The times its ``TaskResult`` gives it, for comparison with ``get_result``'s."""
+    result = context.task_result
+    return {"enqueued_at": result.enqueued_at.isoformat(), "started_at": result.started_at.isoformat()}
+
+
 @task(takes_context=True, priority=-10)
 def record_low(context: TaskContext, label: str = "") -> str:
     Execution.objects.create(job_id=int(context.task_result.id), attempt=context.attempt, pid=os.getpid())

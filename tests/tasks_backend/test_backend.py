@@ -21,6 +21,8 @@ from jobs import registry, retries, store
 from jobs.backends import JobsBackend
 from jobs.context import JobContext
 from jobs.django_tasks import results as task_results
+from jobs.drivers import driver
+from jobs.drivers.orm import stored_moment
 from jobs.django_tasks import types
 from jobs.django_tasks.backend import DEFAULT_POLICY
 from jobs.errors import InvalidTaskArguments
@@ -441,16 +443,22 @@ def as_read(result: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     )
 
 
+def fields_of(job: store.ClaimedJob) -> Any:
+    """The job as a worker's child gets it (``jobs.worker.messages.JobFields``)."""
+    return (*job[:7], job.try_fields)
+
+
 @pytest.mark.django_db(transaction=True)  # the claim commits, so its started_at is stored
-def test_a_first_try__reads_as_get_result_reads_its_row():
-    # Enqueued deferred, in another queue, at another priority: each part of the result its
-    # claim did not bring comes from the row read ahead for its batch.
+@pytest.mark.parametrize("brought", [True, False], ids=["fields-the-claim-brought", "fields-read"])
+def test_a_first_try__reads_as_get_result_reads_its_row(brought):
+    # Enqueued deferred, in another queue, at another priority: each part of the result the
+    # claim's own fields do not give comes from what the claim brought or the child read.
     task = tasks.mail_add.using(priority=7, run_after=timezone.now() - timedelta(seconds=1))
     result = task.enqueue(2, b=3)
     Job.objects.filter(pk=int(result.id)).update(created_at=timezone.now() - timedelta(hours=1))
-    (claimed,) = store.claim("w7", ["mail"], 1)
+    (claimed,) = store.claim("w7", ["mail"], 1, with_rows=[tasks.mail_add.module_path] if brought else [])
 
-    task_results.prefetch([claimed.id])
+    task_results.prefetch([fields_of(claimed)])
     running = task_results.of_try(claimed.id, tasks.mail_add, "w7", [2], {"b": 3})
     stored = default_task_backend.get_result(result.id)
 
@@ -458,6 +466,42 @@ def test_a_first_try__reads_as_get_result_reads_its_row():
     assert (running.status, running.worker_ids, running.errors) == (TaskResultStatus.RUNNING, ["w7"], [])
     assert (running.task.queue_name, running.task.priority) == ("mail", 7)
     assert running.enqueued_at < running.task.run_after <= running.started_at
+
+
+@pytest.mark.postgres_only("the claim that brings what a try reads: MariaDB's child reads it")
+def test_claim_with_rows__brings_what_the_tasks_tries_read_and_nothing_for_other_jobs():
+    task_result = tasks.add.enqueue(1, 2)
+    job = jobs.enqueue("test.noop", {})
+
+    claimed = store.claim("w1", ["default"], 2, with_rows=[tasks.add.module_path])
+
+    by_id = {one.id: one for one in claimed}
+    assert by_id[job.pk].try_fields is None
+    (read,) = driver().task_try_rows([int(task_result.id)])
+    priority, run_at, created_at, started_at, tried = by_id[int(task_result.id)].try_fields
+    assert (priority, stored_moment(run_at), stored_moment(created_at), stored_moment(started_at), tried) == (
+        read.priority,
+        read.run_at,
+        read.created_at,
+        read.started_at,
+        read.tried,
+    )
+    task_results.prefetch([fields_of(by_id[int(task_result.id)])])
+    with CaptureQueriesContext(connection) as queries:
+        task_results.of_try(int(task_result.id), tasks.add, "w1", [1, 2], {})
+    assert len(queries) == 0  # the try read nothing: its claim brought it
+
+
+@pytest.mark.postgres_only("the claim that brings what a try reads: MariaDB's child reads it")
+def test_claim_with_rows__says_whether_a_task_has_failed_tries():
+    tasks.flaky.enqueue(1)
+    first = claim("w1")
+    store.fail("w1", first.id, first.attempt, Failure("ConnectionError", "try 1", "tb"))
+    make_due(first.id)
+
+    (second,) = store.claim("w2", ["default"], 1, with_rows=[tasks.flaky.module_path])
+
+    assert second.try_fields is not None and second.try_fields[-1] is True
 
 
 @pytest.mark.django_db(transaction=True)
@@ -468,7 +512,7 @@ def test_a_try_after_a_failed_one__reads_its_errors_as_get_result_does():
     make_due(first.id)
     second = claim("w2")
 
-    task_results.prefetch([second.id])
+    task_results.prefetch([fields_of(second)])
     running = task_results.of_try(second.id, tasks.flaky, "w2", [1], {})
 
     assert as_read(running) == as_read(default_task_backend.get_result(result.id))

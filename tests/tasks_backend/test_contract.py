@@ -321,6 +321,18 @@ def test_takes_context__the_task_gets_its_attempt_and_its_result(start_worker):
     assert (retried.return_value, retried.attempts) == (3, 3)
 
 
+def test_context__a_tries_result_reads_as_get_result_whether_its_claim_brought_its_row_or_not(start_worker):
+    # The worker learns the task's type from its first job: later claims bring what the
+    # tries read of their rows (PostgreSQL), where the first one's child read it.
+    start_worker("--concurrency", "1", "--name", "times")
+    for _ in range(3):
+        done = finished(tasks.record_times.enqueue())
+        assert done.return_value == {
+            "enqueued_at": done.enqueued_at.isoformat(),
+            "started_at": done.started_at.isoformat(),
+        }
+
+
 def test_transaction__a_commit_wakes_the_worker_and_a_rollback_leaves_nothing(start_worker):
     # PostgreSQL: the worker never polls, so only the commit's NOTIFY wakes it. MariaDB has
     # no NOTIFY: the worker polls, and the commit is what shows the task to its claim.
