@@ -21,10 +21,10 @@ from jobs import registry, retries, store
 from jobs.backends import JobsBackend
 from jobs.context import JobContext
 from jobs.django_tasks import results as task_results
-from jobs.drivers import driver
-from jobs.drivers.orm import stored_moment
 from jobs.django_tasks import types
 from jobs.django_tasks.backend import DEFAULT_POLICY
+from jobs.drivers import driver
+from jobs.drivers.orm import stored_moment
 from jobs.errors import InvalidTaskArguments
 from jobs.flow import admission
 from jobs.models import Job, Priority, Status
