@@ -101,6 +101,14 @@ SELECT c.id, c.type, c.payload, c.attempts, c.max_attempts, c.queue, c.step_id{c
 _ONE_QUEUE = "queue = %(queue)s"
 _QUEUES = "queue = ANY(%(queues)s::varchar[])"
 _UNKEYED = "\n           AND concurrency_key IS NULL AND rate_key IS NULL"
+# What a django.tasks task's try reads of its row beyond its claim's own fields
+# (``TaskTryRow`` without id and queue; ``ClaimedJob.try_fields``), from the row ``{row}``.
+# Times go out as microseconds since the epoch, exact integers: Django's loader of
+# ``timestamptz`` text costs a microsecond a value, a third of the read.
+_TRY_FIELDS = """{row}.priority, (extract(epoch FROM {row}.run_at) * 1000000)::bigint AS run_at,
+       (extract(epoch FROM {row}.created_at) * 1000000)::bigint AS created_at,
+       (extract(epoch FROM {row}.started_at) * 1000000)::bigint AS started_at,
+       EXISTS (SELECT 1 FROM jobs_attempt AS a WHERE a.job_id = {row}.id) AS tried"""
 # The claim that also brings, for the jobs of the types in %(row_types)s (django.tasks
 # tasks), what their tries would read of their rows (``ClaimedJob.try_fields``, the
 # fields of ``TASK_TRY_ROWS``): the UPDATE holds the row already, and the child reads
@@ -109,11 +117,8 @@ _PLAIN = {"returning": "", "columns": "", "join": ""}
 _WITH_ROWS = {
     "returning": ", created_at, started_at",
     "columns": ", t.priority, t.run_at, t.created_at, t.started_at, t.tried",
-    "join": """ LEFT JOIN LATERAL (
-       SELECT c.priority, (extract(epoch FROM c.run_at) * 1000000)::bigint AS run_at,
-              (extract(epoch FROM c.created_at) * 1000000)::bigint AS created_at,
-              (extract(epoch FROM c.started_at) * 1000000)::bigint AS started_at,
-              EXISTS (SELECT 1 FROM jobs_attempt AS a WHERE a.job_id = c.id) AS tried
+    "join": f""" LEFT JOIN LATERAL (
+       SELECT {_TRY_FIELDS.format(row="c")}
         WHERE c.type = ANY(%(row_types)s::text[])) AS t ON true""",
 }
 #: The plain claim in its forms, by (one queue, unkeyed, with rows).
@@ -181,16 +186,10 @@ SELECT j.id, j.type, j.queue, j.priority, j.status, j.payload::text, j.run_at, j
  WHERE j.id = ANY(%(ids)s::bigint[])
 """
 
-# What the tries a worker's child is about to start read of their rows (``TaskTryRow``): the
-# fields their claim did not bring. Times go out as microseconds since the epoch, exact
-# integers: Django's loader of ``timestamptz`` text costs a microsecond a value, a third of
-# the read.
-TASK_TRY_ROWS = """
-SELECT j.id, j.queue, j.priority,
-       (extract(epoch FROM j.run_at) * 1000000)::bigint,
-       (extract(epoch FROM j.created_at) * 1000000)::bigint,
-       (extract(epoch FROM j.started_at) * 1000000)::bigint,
-       EXISTS (SELECT 1 FROM jobs_attempt AS a WHERE a.job_id = j.id) AS tried
+# What the tries a worker's child is about to start read of their rows (``TaskTryRow``),
+# where their claim did not bring it.
+TASK_TRY_ROWS = f"""
+SELECT j.id, j.queue, {_TRY_FIELDS.format(row="j")}
   FROM jobs_job AS j
  WHERE j.id = ANY(%(ids)s::bigint[])
 """
