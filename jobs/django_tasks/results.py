@@ -14,7 +14,7 @@ its errors end with ``jobs.errors.TaskCancelled``).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
@@ -26,7 +26,9 @@ from jobs.drivers.orm import stored_moment
 from jobs.drivers.protocol import TaskRow, TaskTryRow
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
-from jobs.worker.messages import JobFields
+
+if TYPE_CHECKING:  # a web process's get_result need not import the worker's messages
+    from jobs.worker.messages import JobFields
 
 STATUSES = {
     Status.QUEUED: TaskResultStatus.READY,
