@@ -22,7 +22,7 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 
 from jobs import registry
 from jobs.django_tasks import rows, types
-from jobs.drivers.orm import stored_moment
+from jobs.drivers.orm import try_row
 from jobs.drivers.protocol import TaskRow, TaskTryRow
 from jobs.errors import UnknownJobType
 from jobs.models import Job, JobAttempt, Status
@@ -80,20 +80,11 @@ def prefetch(jobs: list[JobFields]) -> None:
     claimed task's row while the batch runs, so what is read here stays true."""
     _prefetched.clear()
     unread = []
-    for job_id, _, _, _, _, queue, _, fields in jobs:
+    for job_id, _, _, _, _, queue, _, _, fields in jobs:
         if fields is None:
             unread.append(job_id)
-            continue
-        priority, run_at, created_at, started_at, tried = fields
-        _prefetched[job_id] = TaskTryRow(
-            job_id,
-            queue,
-            priority,
-            stored_moment(run_at),
-            stored_moment(created_at),
-            stored_moment(started_at),
-            tried,
-        )
+        else:
+            _prefetched[job_id] = try_row(job_id, queue, fields)
     if unread:
         _prefetched.update(rows.read_tries(unread))
 

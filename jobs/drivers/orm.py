@@ -43,6 +43,7 @@ from jobs.drivers.protocol import (
     Taken,
     TaskRow,
     TaskTryRow,
+    TryFields,
 )
 from jobs.flow.rates import with_pending
 from jobs.models import FlowGate, Job, JobAttempt, Status, Worker, WorkflowEdge, WorkflowStep
@@ -128,6 +129,16 @@ def stored_moment(micros_since_epoch: int) -> datetime:
     aware in UTC, or naive in the current time zone without USE_TZ."""
     at = moment(micros_since_epoch)
     return at if settings.USE_TZ else timezone.make_naive(at)
+
+
+def try_row(job_id: int, queue: str, fields: TryFields) -> TaskTryRow:
+    """A task's try row from its fields as the PostgreSQL statements give them (times as
+    µs since the epoch; ``ClaimedJob.try_fields``)."""
+    priority, run_at, created_at, started_at, tried = fields
+    return TaskTryRow(
+        job_id, queue, priority, stored_moment(run_at), stored_moment(created_at),
+        None if started_at is None else stored_moment(started_at), tried,
+    )  # fmt: skip
 
 
 class _StepByStep:

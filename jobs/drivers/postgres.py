@@ -25,7 +25,7 @@ from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
 from jobs.conf import jobs_settings
-from jobs.drivers.orm import OrmDriver, stored_moment
+from jobs.drivers.orm import OrmDriver, try_row
 from jobs.drivers.protocol import (
     PLAIN_JOBS_NOTICE,
     Batch,
@@ -1175,13 +1175,8 @@ class PostgresDriver(OrmDriver):
         return [TaskRow(*row) for row in self.execute_prepared(TASK_ROWS, {"ids": list(job_ids)})]
 
     def task_try_rows(self, job_ids: Sequence[int]) -> list[TaskTryRow]:
-        return [
-            TaskTryRow(job_id, queue, priority, stored_moment(run_at), stored_moment(created_at),
-                       None if started_at is None else stored_moment(started_at), tried)
-            for job_id, queue, priority, run_at, created_at, started_at, tried in self.execute_prepared(
-                TASK_TRY_ROWS, {"ids": _int_array(job_ids)}
-            )
-        ]  # fmt: skip
+        rows = self.execute_prepared(TASK_TRY_ROWS, {"ids": _int_array(job_ids)})
+        return [try_row(row[0], row[1], row[2:]) for row in rows]
 
     def newest_of_keys(self, dedupe_keys: Sequence[str], types: Sequence[str]) -> Q:
         return Q(pk__in=RawSQL(NEWEST_OF_KEYS, [list(dedupe_keys), list(types)]))

@@ -98,7 +98,7 @@ def _serve(
         close_old_connections()
         _read_ahead(message.jobs)
         traced = _traced(tracer, message.jobs)
-        for index, (job_id, type_name, payload_text, attempt, max_attempts, _, step, _) in enumerate(
+        for index, (job_id, type_name, payload_text, attempt, max_attempts, _, step, _, _) in enumerate(
             message.jobs
         ):
             state[STARTED] = time.monotonic()

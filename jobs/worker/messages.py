@@ -33,9 +33,9 @@ from jobs.drivers.protocol import TryFields
 from jobs.worker.outcome import Kind, Outcome
 
 # The fields of ``jobs.store.ClaimedJob``: id, type, payload (JSON text), attempt, max
-# attempts, queue, workflow step (or None), what its try reads of its row if the claim
-# brought it (``ClaimedJob.try_fields``, or None).
-JobFields = tuple[int, str, str, int, int, str, int | None, TryFields | None]
+# attempts, queue, workflow step (or None), held, what its try reads of its row if the
+# claim brought it (``ClaimedJob.try_fields``, or None).
+JobFields = tuple[int, str, str, int, int, str, int | None, bool, TryFields | None]
 
 # Positions in the shared state array.
 CURRENT = 0  # index in the batch of the job running now

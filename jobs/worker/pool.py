@@ -75,8 +75,7 @@ class Child:
     def start(self, batch: list[ClaimedJob]) -> None:
         self.state[CURRENT] = 0
         self.state[STARTED] = time.monotonic()
-        # The child's fields: not held.
-        messages.send(self.conn, RunBatch([(*job[:7], job.try_fields) for job in batch]))
+        messages.send(self.conn, RunBatch(batch))  # each job goes as a plain tuple (messages)
         self.batch, self.settled, self.returned, self.sent_at = batch, set(), {}, self.state[STARTED]
 
     def receive(self) -> FromChild:

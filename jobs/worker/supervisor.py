@@ -85,7 +85,7 @@ class Supervisor:
         self.burst_rechecked = False
         self.window = jobs_settings.PREFETCH_WINDOW
         self.max_prefetch = jobs_settings.MAX_PREFETCH
-        self.timeouts: dict[str, float | None] = {}
+        self.types: dict[str, registry.JobType | None] = {}  # looked up once each; None: unknown
         # Types whose tries read their rows (``JobType.read_ahead``: django.tasks tasks),
         # learnt as their jobs are seen: later claims bring what those tries read.
         self.row_types: tuple[str, ...] = ()
@@ -270,16 +270,21 @@ class Supervisor:
         return max(0.0, min(deadlines) - now)
 
     def _timeout(self, type_name: str) -> float | None:
-        if type_name not in self.timeouts:
+        job_type = self._job_type(type_name)
+        return None if job_type is None else job_type.timeout
+
+    def _job_type(self, type_name: str) -> registry.JobType | None:
+        """The type, looked up once (None: unknown here); a type whose tries read their
+        rows joins ``row_types`` as it is first seen."""
+        if type_name not in self.types:
             try:
-                job_type = registry.lookup(type_name)
+                job_type: registry.JobType | None = registry.lookup(type_name)
             except UnknownJobType:
-                self.timeouts[type_name] = None
-            else:
-                self.timeouts[type_name] = job_type.timeout
-                if job_type.read_ahead is not None:
-                    self.row_types = (*self.row_types, type_name)
-        return self.timeouts[type_name]
+                job_type = None
+            self.types[type_name] = job_type
+            if job_type is not None and job_type.read_ahead is not None:
+                self.row_types = (*self.row_types, type_name)
+        return self.types[type_name]
 
     # --- children -------------------------------------------------------------------------
 

@@ -445,7 +445,7 @@ def as_read(result: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
 
 def fields_of(job: store.ClaimedJob) -> Any:
     """The job as a worker's child gets it (``jobs.worker.messages.JobFields``)."""
-    return (*job[:7], job.try_fields)
+    return tuple(job)
 
 
 @pytest.mark.django_db(transaction=True)  # the claim commits, so its started_at is stored
