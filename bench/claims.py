@@ -52,19 +52,21 @@ def main() -> None:
     for _ in range(args.runs):
         for part in PARTS:
             type_name = engine.NOOP_LIMITED if part == "limited" else engine.NOOP
-            claims, steps = drain(type_name, args.jobs, args.batch, limited=part == "limited")
+            claims, acks, steps = drain(type_name, args.jobs, args.batch, limited=part == "limited")
             said = ", ".join(f"{name} {statistics.median(times) * 1000:.2f}" for name, times in steps.items())
             print(
                 f"{part:8s} claim {statistics.median(claims) * 1000:.2f} ms"
                 + (f" ({said} ms)" if said else "")
+                + f", acknowledgement {statistics.median(acks) * 1000:.2f} ms"
             )
 
 
 def drain(
     type_name: str, count: int, batch: int, *, limited: bool
-) -> tuple[list[float], dict[str, list[float]]]:
+) -> tuple[list[float], list[float], dict[str, list[float]]]:
     """Claim ``count`` queued jobs of ``type_name`` ``batch`` at a time: each claim's
-    seconds, and each step's of a round under limits."""
+    seconds, each acknowledgement's (of the batch, as succeeded), and each step's of a
+    round under limits."""
     from django.db import transaction
 
     import jobs
@@ -80,6 +82,7 @@ def drain(
     steps: dict[str, list[float]] = defaultdict(list)
     flow = FlowControl(1.0)
     claims: list[float] = []
+    acks: list[float] = []
     with (
         _timed(steps, type(_round_of(driver())), ("take", "candidates", "finish")),
         _timed(steps, admission, ("admit",)),
@@ -93,8 +96,10 @@ def drain(
             claims.append(time.perf_counter() - began)
             if not got:
                 break
+            began = time.perf_counter()
             store.complete("bench", [(job.id, job.attempt) for job in got])
-    return claims[:-1] or claims, dict(steps)
+            acks.append(time.perf_counter() - began)
+    return claims[:-1] or claims, acks, dict(steps)
 
 
 def _round_of(drv: Any) -> Any:

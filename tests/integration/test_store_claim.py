@@ -173,7 +173,7 @@ def test_claim__plan_reads_the_claim_index_with_many_finished_jobs_and_jobs_due_
 
 
 def _assert_mariadb_claim_plan(queues: list[str]) -> None:
-    """MariaDB's plan of the claim's locking read: the status-first claim index, read in the
+    """MariaDB's plan of the claim's locking read: the claim index (led by ``claim_ready``), read in the
     claim's order (no filesort), with the ready rows' estimate, not the table's nor the
     jobs due later's."""
     if len(queues) == 1:
@@ -225,6 +225,36 @@ def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collati
             if "filesort" in cursor.fetchone()[0]:
                 sorted_reads.append(name)
     assert not sorted_reads, f"sorted instead of read in index order under {other}: {sorted_reads}"
+
+
+def _generated(job_id: int) -> tuple[int | None, str | None]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT claim_ready, running_key FROM jobs_job WHERE id = %s", [job_id])
+        return cursor.fetchone()
+
+
+@pytest.mark.skipif(
+    not on_mariadb(), reason="MariaDB's generated columns that lead its claim and running-key indexes"
+)
+def test_claim__mariadbs_index_columns_hold_a_value_only_in_the_state_their_index_serves():
+    """``claim_ready`` is 1 only while a job is queued and due, ``running_key`` its
+    concurrency key only while it runs: the claim indexes and ``jobs_running_key`` find
+    exactly those jobs, and an acknowledgement leaves both NULL (their entries stay put)."""
+    later = store.enqueue("test.noop", {}, run_at=timezone.now() + timedelta(hours=1))
+    keyed = store.enqueue("test.flow_key", {"account": "a"})
+    assert _generated(later.pk) == (None, None)  # due later: not in the claim's range
+    assert _generated(keyed.pk) == (1, None)
+
+    claimed = store.claim_job("w1", keyed.pk)
+    assert claimed is not None
+    assert _generated(keyed.pk) == (None, "account:a")
+    assert store.complete("w1", [(claimed.id, claimed.attempt)]) == [keyed.pk]
+    assert _generated(keyed.pk) == (None, None)
+
+    Job.objects.filter(pk=later.pk).update(run_at=timezone.now() - timedelta(seconds=1))
+    store.promote_due()
+    assert _generated(later.pk) == (1, None)
+    assert _claim_ids("w1", ["default"], 5) == [later.pk]
 
 
 @pytest.mark.parametrize(
