@@ -11,8 +11,9 @@ Queues --jobs no-op jobs, then claims them --batch at a time as a worker's super
 (the plain claim: ``store.claim``; under limits: ``FlowControl.claim`` of the keyed jobs of
 ``default``, for ``test.noop_limited``, whose limits, a concurrency of 100,000 and
 100,000 starts a second, no claim reaches) and acknowledges each batch before the next, so
-the running jobs stay few. It prints the median milliseconds of a claim and, for the claim
-under limits, of each step of its rounds: what the database does (``take`` or
+the running jobs stay few. It prints the median milliseconds of a claim, of its
+acknowledgement (``store.complete``) and, for the claim under limits, of each step of its
+rounds: what the database does (``take`` or
 ``candidates``, ``finish``) and what the admission costs in Python (``admit``). A drain
 (``bench.throughput --only limits``) measures the same with workers; this shows where a
 claim's time goes.
