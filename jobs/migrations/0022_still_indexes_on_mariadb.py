@@ -1,7 +1,8 @@
 """On MariaDB, the claim indexes and ``jobs_running_key`` led by generated columns that hold
 a value only in the state each index serves, so an acknowledgement leaves them alone
 (``jobs.drivers.mariadb.STILL_INDEXES_SCHEMA``). PostgreSQL's partial indexes already keep
-only those rows: nothing changes there."""
+only those rows: nothing changes there. MariaDB copies the table to add stored columns
+(writes wait meanwhile): 27 s for a million rows on the machine of docs/benchmarks.md."""
 
 from django.db import migrations
 
