@@ -223,10 +223,12 @@ class Lane:
         buffered = Counter(job.queue for job in self.buffer)
         room = {}
         for queue in self.queues:
+            if queue not in self.pending:
+                continue  # (a wake-up names one queue: the others cost it nothing)
             limit = self._limit(queue, share)
             ready = min(max_prefetch, limit * size) if size > 1 else 0
             room[queue] = (limit - running[queue]) * size + ready - buffered[queue]
-        open_queues = [queue for queue in self.queues if queue in self.pending and room[queue] > 0]
+        open_queues = [queue for queue, its_room in room.items() if its_room > 0]
         if not open_queues:
             return [], 0
         return open_queues, min(want, *(room[queue] for queue in open_queues))
@@ -274,7 +276,7 @@ class Lane:
         """How many buffered jobs an idle child may take now (all of them, without a share;
         with one, those of queues below it, or that may borrow a reserved slot)."""
         share = self.share
-        if share is None:
+        if share is None or not self.buffer:
             return len(self.buffer)
         running = self.running()
         return sum(1 for job in self.buffer if running[job.queue] < share or self._may_lend(job, running))

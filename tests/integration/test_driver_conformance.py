@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -689,6 +690,26 @@ def test_notify__reaches_a_listening_session_where_the_driver_listens(drv):
 
         wait_for(both_received, message="the notices")
         assert not notices.closed and notices.fileno() > 0
+    finally:
+        session.close()
+
+
+@conformance
+def test_notify__a_notice_read_while_a_statement_ran_on_the_listening_session_is_drained_too(drv):
+    """The client library may take a notice off the socket while it runs another statement
+    on that session (say, the LISTEN itself): it is not lost to the next drain."""
+    if not drv.listens:
+        pytest.skip("workers poll on this database")
+    session = connections.create_connection(drv.alias)
+    try:
+        notices = drv.listen(session)
+        drv.notify(["mail"])
+        wait_for(lambda: select.select([notices.fileno()], [], [], 0)[0], message="the notice on the socket")
+        with session.cursor() as cursor:
+            cursor.execute("SELECT 1")  # reads the notice as it reads its result
+        assert not select.select([notices.fileno()], [], [], 0)[0], "the statement read the notice"
+        assert notices.drain() == {"mail"}
+        assert notices.drain() == set()  # once
     finally:
         session.close()
 
