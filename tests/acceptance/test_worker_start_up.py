@@ -10,12 +10,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
+import jobs
 from jobs.models import Worker
+from jobs.worker import child
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
 
@@ -222,6 +225,31 @@ def test_worker__children_connect_to_the_database_before_their_first_job(start_w
         timeout=30,
         message="each child connected to the database",
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker__a_child_reconnects_for_a_batch_once_its_connection_outlived_its_age(start_worker, tmp_path):
+    """Jobs in a row share the child's connection; a connection past ``CONN_MAX_AGE`` while
+    the child waited is closed before the next batch, not used stale."""
+    sessions = tmp_path / "sessions"
+
+    def lines() -> list[dict]:
+        return [json.loads(line) for line in sessions.read_text().splitlines()] if sessions.exists() else []
+
+    jobs.enqueue("test.session", {"path": str(sessions)})
+    jobs.enqueue("test.session", {"path": str(sessions)})
+    start_worker("--concurrency", "1", env={"JOBS_SCHEDULER": "false", "DB_CONN_MAX_AGE": "3"})
+    wait_for(lambda: len(lines()) == 2, timeout=60, message="the first two jobs")
+    first, second = lines()
+    assert (first["pid"], first["backend"]) == (second["pid"], second["backend"])
+
+    past_its_age = second["at"] + 3 + child.RECHECK_AFTER
+    wait_for(lambda: time.time() > past_its_age, timeout=30, message="the connection's age to pass")
+    jobs.enqueue("test.session", {"path": str(sessions)})
+    wait_for(lambda: len(lines()) == 3, timeout=30, message="the third job")
+    third = lines()[2]
+    assert third["pid"] == second["pid"], "the same child"
+    assert third["backend"] != second["backend"], "a new connection"
 
 
 def _children(pid: int) -> list[int]:

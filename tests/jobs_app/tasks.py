@@ -205,7 +205,6 @@ def _write(
     ``marker`` (the child's pid, its database session's backend pid, the try) and holds
     until ``gate`` exists; ``fail`` raises after the insert. The row is committed at once
     by the plain twin, with the job's completion by the atomic one."""
-    from django.db import connection
 
     Execution.objects.create(job_id=ctx.job_id, attempt=ctx.attempt, pid=os.getpid())
     if progress:
@@ -213,15 +212,31 @@ def _write(
     if sleep:
         time.sleep(sleep)
     if ctx.attempt in (hold_on or []):
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT CONNECTION_ID()" if connection.vendor == "mysql" else "SELECT pg_backend_pid()"
-            )
-            backend = cursor.fetchone()[0]
+        backend = _session_id()
         Path(marker).write_text(json.dumps({"pid": os.getpid(), "backend": backend, "attempt": ctx.attempt}))
         _wait_for_gate(gate, longest=120.0)
     if fail:
         raise RuntimeError(fail)
+
+
+def _session_id() -> int:
+    """The database session this process's connection holds (its server-side id)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT CONNECTION_ID()" if connection.vendor == "mysql" else "SELECT pg_backend_pid()"
+        )
+        return int(cursor.fetchone()[0])
+
+
+@job("test.session", queue="default", attempts=1)
+def session(ctx: JobContext, *, path: str) -> None:
+    """Appends this child's pid, its database session's id and the time to ``path``: which
+    connection a try used."""
+    line = json.dumps({"pid": os.getpid(), "backend": _session_id(), "at": time.time()})
+    with open(path, "a") as handle:
+        handle.write(line + "\n")
 
 
 # Many attempts: the kill tests take a job's try away again and again.
