@@ -186,7 +186,7 @@ CLAIM_KEYED_ANY_SCHEMA_UNDO = (
 # in the state the index serves (``claim_ready``: 1 while the job is queued and not due
 # later; ``running_key``: the concurrency key while the job runs) and NULL otherwise, the
 # claim indexes move once (at the claim) and ``jobs_running_key`` never for a job without a
-# key: an acknowledgement of 128 jobs took 13 % less (docs/benchmarks.md).
+# key: an acknowledgement of 128 jobs took 13–19 % less (docs/benchmarks.md).
 STILL_INDEXES_SCHEMA = (
     """ALTER TABLE jobs_job
         ADD COLUMN claim_ready tinyint
