@@ -10,7 +10,8 @@ database of your own.
 Queues --jobs no-op jobs, then claims them --batch at a time as a worker's supervisor does
 (the plain claim: ``store.claim``; under limits: ``FlowControl.claim`` of the keyed jobs of
 ``default``, for ``test.noop_limited``, whose limits, a concurrency of 100,000 and
-100,000 starts a second, no claim reaches) and acknowledges each batch before the next, so
+100,000 starts a second, no claim reaches, without leases; ``leased``: the same with
+leases, taken as a worker takes them, ``jobs.flow.leases``) and acknowledges each batch before the next, so
 the running jobs stay few. It prints the median milliseconds of a claim, of its
 acknowledgement (``store.complete``) and, for the claim under limits, of each step of its
 rounds: what the database does (``take`` or
@@ -30,7 +31,7 @@ from typing import Any
 
 from bench.lib import project
 
-PARTS = ("plain", "limited")
+PARTS = ("plain", "limited", "leased")
 
 
 def main() -> None:
@@ -52,8 +53,8 @@ def main() -> None:
     print(f"{connection.display_name} {version}; {args.jobs:,} jobs, {args.batch} a claim")
     for _ in range(args.runs):
         for part in PARTS:
-            type_name = engine.NOOP_LIMITED if part == "limited" else engine.NOOP
-            claims, acks, steps = drain(type_name, args.jobs, args.batch, limited=part == "limited")
+            type_name = engine.NOOP if part == "plain" else engine.NOOP_LIMITED
+            claims, acks, steps = drain(type_name, args.jobs, args.batch, part=part)
             said = ", ".join(f"{name} {statistics.median(times) * 1000:.2f}" for name, times in steps.items())
             print(
                 f"{part:8s} claim {statistics.median(claims) * 1000:.2f} ms"
@@ -63,11 +64,11 @@ def main() -> None:
 
 
 def drain(
-    type_name: str, count: int, batch: int, *, limited: bool
+    type_name: str, count: int, batch: int, *, part: str
 ) -> tuple[list[float], list[float], dict[str, list[float]]]:
-    """Claim ``count`` queued jobs of ``type_name`` ``batch`` at a time: each claim's
-    seconds, each acknowledgement's (of the batch, as succeeded), and each step's of a
-    round under limits."""
+    """Claim ``count`` queued jobs of ``type_name`` ``batch`` at a time (``part``: which
+    claim, see the module's docstring): each claim's seconds, each acknowledgement's (of
+    the batch, as succeeded), and each step's of a round under limits."""
     from django.db import transaction
 
     import jobs
@@ -82,6 +83,8 @@ def drain(
         jobs.enqueue_many(type_name, ({} for _ in range(count)))
     steps: dict[str, list[float]] = defaultdict(list)
     flow = FlowControl(1.0)
+    if part == "limited":
+        flow.lease_most = 0
     claims: list[float] = []
     acks: list[float] = []
     with (
@@ -90,7 +93,12 @@ def drain(
     ):
         while True:
             began = time.perf_counter()
-            if limited:
+            held = flow.usable_leases() if part == "leased" else []
+            if held:
+                got = flow.claim_leased("bench", ["default"], held[0], batch)
+                if len(got) < batch:
+                    got += flow.claim("bench", ["default"], batch - len(got), True, None).jobs
+            elif part != "plain":
                 got = flow.claim("bench", ["default"], batch, True, None).jobs
             else:
                 got = store.claim("bench", ["default"], batch)

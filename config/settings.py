@@ -203,6 +203,7 @@ globals().update(
         "JOBS_ADMIN_TEXT_CHARS",
         "JOBS_TRY_LOG_LINES",
         "JOBS_TRY_LOG_BYTES",
+        "JOBS_FLOW_LEASE",
     )
     | env.given("flag", "JOBS_SCHEDULER")
     | env.given("text", "JOBS_CLOUDWATCH_NAMESPACE", "JOBS_METRICS_TOKEN", "JOBS_TRY_LOG_LEVEL")

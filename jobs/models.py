@@ -422,6 +422,9 @@ class FlowGate(models.Model):
     # window's text would be parsed and written at every claim.
     spare_pending_at = models.BigIntegerField(null=True, blank=True)
     spare_pending = models.IntegerField(null=True, blank=True)
+    # The type's leases in force (``jobs.flow.leases``): jobs a worker may take of the type
+    # without this row, each lease counted as running until its end. JSON text.
+    leases = models.TextField(blank=True, default="")
 
     class Meta:
         db_table = "jobs_flow_gate"
@@ -431,7 +434,7 @@ class FlowGate(models.Model):
 
     def window(self) -> Window:
         """Its rate window's recent starts, the pending pair among them."""
-        return Window.load(with_pending(self.recent, self.spare_pending_at, self.spare_pending))
+        return Window.load(with_pending(self.recent, self.spare_pending_at, self.spare_pending, self.leases))
 
 
 # --- timers (``jobs.timetable``) -----------------------------------------------------------

@@ -40,6 +40,7 @@ from jobs.drivers.protocol import (
     Candidate,
     ClaimedJob,
     FlowTransaction,
+    Leased,
     Locks,
     Promoted,
     Running,
@@ -48,6 +49,7 @@ from jobs.drivers.protocol import (
 )
 from jobs.errors import FencedOff, InvalidJobOption, InvalidPayload, InvalidTransition
 from jobs.flow import admission
+from jobs.flow.leases import Lease
 from jobs.flow.limits import RESERVED, TYPE_PREFIX, queue_key
 from jobs.flow.rates import Window
 from jobs.models import ACTIVE, Job, JobAttempt, Status, TryLog, Worker
@@ -280,15 +282,17 @@ def claim(
     *,
     unkeyed: bool = False,
     with_rows: Sequence[str] = (),
+    leased: Leased | None = None,
 ) -> list[ClaimedJob]:
     """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order; with
     ``unkeyed``, only jobs without flow-control keys (a queue that also holds limited types:
-    its keyed jobs are ``claim_flowed``'s). ``with_rows``: types whose tries read their
-    rows (``JobType.read_ahead``): where the driver can, their jobs come with what those
-    tries read (``ClaimedJob.try_fields``)."""
+    its keyed jobs are ``claim_flowed``'s); with ``leased``, only the jobs a lease
+    ``claim_flowed`` handed out covers (``jobs.flow.leases``). ``with_rows``: types whose
+    tries read their rows (``JobType.read_ahead``): where the driver can, their jobs come
+    with what those tries read (``ClaimedJob.try_fields``)."""
     if limit <= 0 or not queues:
         return []
-    return driver().claim(worker, queues, limit, unkeyed=unkeyed, with_rows=with_rows)
+    return driver().claim(worker, queues, limit, unkeyed=unkeyed, with_rows=with_rows, leased=leased)
 
 
 # --- the claim of jobs with flow limits (``jobs.flow``) -----------------------------------------
@@ -332,6 +336,8 @@ class FlowClaim:
     full_queues: set[str] = field(default_factory=set)
     rate_waits: dict[str, float] = field(default_factory=dict)
     queue_waits: dict[str, float] = field(default_factory=dict)
+    # The worker's leases by type gate (``jobs.flow.leases``): handed out, or None: ended.
+    leases: dict[str, Lease | None] = field(default_factory=dict)
 
     @property
     def frees_in(self) -> float | None:
@@ -356,6 +362,7 @@ def claim_flowed(
     waiting_keys: Iterable[str] = (),
     keyed_only: bool = False,
     idle: int | None = None,
+    lease_most: int = 0,
 ) -> FlowClaim:
     """Take up to ``limit`` due jobs of ``queues`` for ``worker``, in claim order, each
     only while every limit it counts against has room: its queue's, its type's or key's
@@ -365,7 +372,10 @@ def claim_flowed(
     ``keyed_only``: only the jobs that carry limit keys (the queues have no limits of
     their own; their other jobs are ``claim(..., unkeyed=True)``'s). ``idle``: the worker's
     idle children, the most jobs near a concurrency limit it takes (``admission.admit``:
-    those go to a child alone, ``ClaimedJob.held``).
+    those go to a child alone, ``ClaimedJob.held``). ``lease_most``: hand ``worker`` a
+    lease of up to that many jobs of each type far from its limits (``jobs.flow.leases``;
+    0: none), ending the leases it holds of the types this claim counts
+    (``FlowClaim.leases``).
 
     Each round is one short transaction: lock candidates (``SKIP LOCKED``), lock their
     keys' gates (claims of the same keys wait for each other here, for this transaction
@@ -380,7 +390,15 @@ def claim_flowed(
         try:
             alone = None if idle is None else idle - sum(job.held for job in result.jobs)
             taken, decided, exhausted = _flow_round(
-                worker, open_queues, limit - len(result.jobs), rules, full, waiting, keyed_only, alone
+                worker,
+                open_queues,
+                limit - len(result.jobs),
+                rules,
+                full,
+                waiting,
+                keyed_only,
+                alone,
+                lease_most,
             )
         except _GatesMissing as missing:
             driver().flow_add_gates(sorted(missing.keys))
@@ -391,6 +409,7 @@ def claim_flowed(
         result.jobs.extend(taken)
         if decided is None:
             break
+        result.leases.update(decided.leases)
         result.refused += decided.refused
         result.deferred += decided.deferred
         result.full_keys |= decided.full_keys
@@ -419,9 +438,11 @@ def _flow_round(
     waiting: set[str],
     keyed_only: bool,
     idle: int | None,
+    lease_most: int = 0,
 ) -> tuple[list[ClaimedJob], admission.Admission | None, bool]:
     """One transaction of ``claim_flowed``: the jobs taken, what was decided (None when
-    nothing was due), and whether every due job of ``queues`` was a candidate."""
+    nothing was due), and whether every due job of ``queues`` was a candidate. A round
+    that may hand out a lease counts (a claim within the spares would not)."""
     asked = want + FLOW_SLACK
     group = (tuple(queues), keyed_only)
     # The type and queue gates this claim took last time (those that exist), locked before
@@ -431,7 +452,7 @@ def _flow_round(
     first = Locks(expected, [gate for gate in expected if gate.startswith(TYPE_PREFIX)], counted)
     # Not in a caller's transaction (a test's): it would hold the gates past the claim.
     spares = not connection.in_atomic_block
-    if spares and expected and group in _roomy:
+    if spares and expected and group in _roomy and not lease_most:
         plan = _spared_plan(group, rules, expected, worker, want, sorted(full), sorted(waiting))
         spared = driver().flow_take_spared(plan) if plan is not None else None
         if spared is not None:  # within the spares: no count, no decision
@@ -441,7 +462,7 @@ def _flow_round(
             at_once = round_.take(
                 worker, queues, want, sorted(full), sorted(waiting), keyed_only=keyed_only, first=first
             )
-            found = _admit_taken(round_, worker, at_once, want, rules, idle)
+            found = _admit_taken(round_, worker, at_once, want, rules, idle, lease_most)
             if found is not None:
                 _note_roomy(group, at_once.candidates, rules)
                 return found
@@ -496,6 +517,8 @@ def _flow_round(
             windows,
             idle,
             reckon=typed,
+            lease_to=worker if lease_most else None,
+            lease_most=lease_most,
         )
         claimed = round_.finish(
             worker,
@@ -571,7 +594,13 @@ def _spared_plan(
 
 
 def _admit_taken(
-    round_: FlowTransaction, worker: str, taken: Taken, want: int, rules: admission.Rules, idle: int | None
+    round_: FlowTransaction,
+    worker: str,
+    taken: Taken,
+    want: int,
+    rules: admission.Rules,
+    idle: int | None,
+    lease_most: int = 0,
 ) -> tuple[list[ClaimedJob], admission.Admission | None, bool] | None:
     """The end of a round of ``_flow_round`` that expected room for every job (its group's
     last round had it) and so took them at once (``FlowTransaction.take``): the jobs taken,
@@ -595,6 +624,8 @@ def _admit_taken(
         windows,
         idle,
         reckon=[gate for gate in gates if gate.startswith(RESERVED)],
+        lease_to=worker if lease_most else None,
+        lease_most=lease_most,
     )
     if len(decided.admitted) < len(taken.jobs) or decided.alone or decided.rekeyed:
         return None

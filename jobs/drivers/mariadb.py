@@ -27,6 +27,7 @@ from jobs.drivers.protocol import (
     ClaimedJob,
     Done,
     GateSave,
+    Leased,
     Promoted,
     Running,
     SparedPlan,
@@ -259,6 +260,12 @@ SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_any)
 _UNKEYED = "\n   AND concurrency_key IS NULL AND rate_key IS NULL"
 CLAIM_ONE_QUEUE_UNKEYED = CLAIM_ONE_QUEUE.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _UNKEYED)
 CLAIM_QUEUES_UNKEYED = CLAIM_QUEUES.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _UNKEYED)
+# And under a lease (``jobs.flow.leases``): the lease's type storing its keys, only before
+# its end. MARK_CLAIMED stamps the jobs' start a round trip later: the lease's starts are
+# recorded later than its end by a margin for that (``leases.RATE_MARGIN``).
+_LEASED = "\n   AND type = %s AND concurrency_key <=> %s AND rate_key <=> %s AND CURRENT_TIMESTAMP(6) < %s"
+CLAIM_ONE_QUEUE_LEASED = CLAIM_ONE_QUEUE.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _LEASED, 1)
+CLAIM_QUEUES_LEASED = CLAIM_QUEUES.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _LEASED, 1)
 MARK_CLAIMED = """
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %s,
@@ -397,7 +404,8 @@ FLOW_SAVE_GATES = """
 UPDATE jobs_flow_gate
    SET recent = CASE `key` {cases} END, spare_slots = CASE `key` {cases} END,
        spare_starts = CASE `key` {cases} END, spare_until = CASE `key` {cases} END,
-       spare_basis = CASE `key` {cases} END, spare_pending_at = NULL, spare_pending = NULL
+       spare_basis = CASE `key` {cases} END, spare_pending_at = NULL, spare_pending = NULL,
+       leases = COALESCE(CASE `key` {cases} END, leases)
  WHERE `key` IN ({keys})"""
 
 # --- enqueue ---
@@ -605,14 +613,22 @@ VALUES {values}
         *,
         unkeyed: bool = False,
         with_rows: Sequence[str] = (),  # their tries read their rows (``task_try_rows``)
+        leased: Leased | None = None,
     ) -> list[ClaimedJob]:
+        one, many = (
+            (CLAIM_ONE_QUEUE_UNKEYED, CLAIM_QUEUES_UNKEYED) if unkeyed else (CLAIM_ONE_QUEUE, CLAIM_QUEUES)
+        )
+        lease: list[Any] = []
+        if leased is not None:
+            one, many = CLAIM_ONE_QUEUE_LEASED, CLAIM_QUEUES_LEASED
+            until = leased.until.astimezone(UTC).replace(tzinfo=None)  # the columns hold UTC without a zone
+            lease = [leased.type, leased.concurrency_key, leased.rate_key, until]
         # Two statements in one short transaction: the locking read, the UPDATE.
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
             if len(queues) == 1:
-                cursor.execute(CLAIM_ONE_QUEUE_UNKEYED if unkeyed else CLAIM_ONE_QUEUE, [queues[0], limit])
+                cursor.execute(one, [queues[0], *lease, limit])
             else:
-                statement = CLAIM_QUEUES_UNKEYED if unkeyed else CLAIM_QUEUES
-                cursor.execute(statement.format(queues=placeholders(queues)), [*queues, limit])
+                cursor.execute(many.format(queues=placeholders(queues)), [*queues, *lease, limit])
             rows = cursor.fetchall()
             if not rows:
                 return []

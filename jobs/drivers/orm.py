@@ -21,8 +21,22 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
-from django.db.models import Case, Count, Exists, F, Min, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Now
+from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -33,6 +47,7 @@ from jobs.drivers.protocol import (
     Done,
     FlowTransaction,
     GateSave,
+    Leased,
     Locks,
     Promoted,
     RollupRow,
@@ -50,6 +65,15 @@ from jobs.models import FlowGate, Job, JobAttempt, Status, Worker, WorkflowEdge,
 
 #: A job without limit keys: claimed without flow control (``jobs.flow``).
 UNKEYED = Q(concurrency_key__isnull=True, rate_key__isnull=True)
+
+
+def _stores(**keys: str | None) -> Q:
+    """Rows storing these limit keys (None: none)."""
+    found = Q()
+    for name, key in keys.items():
+        found &= Q(**{f"{name}__isnull": True}) if key is None else Q(**{name: key})
+    return found
+
 
 STEP = WorkflowStep.Status
 #: Rows a bulk insert of steps or edges writes per statement.
@@ -190,9 +214,9 @@ class _StepByStep:
             .select_for_update()
             .filter(key__in=gates)
             .order_by("key")
-            .values_list("key", "recent", "spare_pending_at", "spare_pending")
+            .values_list("key", "recent", "spare_pending_at", "spare_pending", "leases")
         )
-        recent = {key: with_pending(text, at, pending) for key, text, at, pending in locked}
+        recent = {key: with_pending(text, at, pending, leases) for key, text, at, pending, leases in locked}
         return recent, self.driver.flow_running(keys, queues)
 
     def finish(
@@ -303,6 +327,7 @@ class OrmDriver:
         *,
         unkeyed: bool = False,
         with_rows: Sequence[str] = (),  # their tries read their rows (``task_try_rows``)
+        leased: Leased | None = None,
     ) -> list[ClaimedJob]:
         # Select, mark and re-read in one transaction; the row locks (where the database
         # takes them) last until its end.
@@ -312,6 +337,12 @@ class OrmDriver:
             )
             if unkeyed:
                 due = due.filter(UNKEYED)
+            if leased is not None:
+                due = due.filter(
+                    Q(type=leased.type)
+                    & _stores(concurrency_key=leased.concurrency_key, rate_key=leased.rate_key)
+                    & Q(GreaterThan(Value(leased.until, output_field=DateTimeField()), Now()))
+                )
             ids = list(
                 due.select_for_update(skip_locked=True)
                 .order_by("priority", "run_at", "id")
@@ -531,7 +562,12 @@ SELECT minute, measure, total,
 
     def flow_save_gates(self, gates: Mapping[str, GateSave]) -> None:
         for key, saved in gates.items():
-            self.gates().filter(key=key).update(**saved._asdict(), spare_pending_at=None, spare_pending=None)
+            fields = {
+                name: value
+                for name, value in saved._asdict().items()
+                if name != "leases" or value is not None
+            }
+            self.gates().filter(key=key).update(**fields, spare_pending_at=None, spare_pending=None)
 
     def flow_take_spared(self, plan: SparedPlan) -> list[ClaimedJob] | None:
         return None  # the portable round always counts
@@ -552,7 +588,7 @@ SELECT minute, measure, total,
                 if not rows:
                     return pruned
                 gone = [
-                    key for key, recent, *pending in rows if not keep(key, with_pending(recent, *pending))
+                    key for key, recent, at, pending in rows if not keep(key, with_pending(recent, at, pending))
                 ]
                 if gone:
                     self.gates().filter(key__in=gone).delete()

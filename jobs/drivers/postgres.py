@@ -34,6 +34,7 @@ from jobs.drivers.protocol import (
     Done,
     FlowTransaction,
     GateSave,
+    Leased,
     Locks,
     Promoted,
     Running,
@@ -121,19 +122,26 @@ _WITH_ROWS = {
        SELECT {_TRY_FIELDS.format(row="c")}
         WHERE c.type = ANY(%(row_types)s::text[])) AS t ON true""",
 }
-#: The plain claim in its forms, by (one queue, unkeyed, with rows).
+# A claim under a lease (``jobs.flow.leases``): the lease's type storing its keys, and only
+# before its end (by the statement's clock, which also stamps the jobs' start).
+_LEASED = """
+           AND type = %(lease_type)s AND concurrency_key IS NOT DISTINCT FROM %(lease_concurrency_key)s::text
+           AND rate_key IS NOT DISTINCT FROM %(lease_rate_key)s::text AND now() < %(lease_until)s::timestamptz"""
+_KEYS_CONDITIONS = {"": "", "unkeyed": _UNKEYED, "leased": _LEASED}
+#: The plain claim in its forms, by (one queue, which keyed jobs: "", "unkeyed" or
+#: "leased", with rows).
 CLAIMS = {
-    (one, unkeyed, with_rows): _CLAIM.format(
+    (one, keys, with_rows): _CLAIM.format(
         queue_condition=_ONE_QUEUE if one else _QUEUES,
-        keys_condition=_UNKEYED if unkeyed else "",
+        keys_condition=condition,
         **(_WITH_ROWS if with_rows else _PLAIN),
     )
     for one in (True, False)
-    for unkeyed in (False, True)
+    for keys, condition in _KEYS_CONDITIONS.items()
     for with_rows in (False, True)
 }
-CLAIM_ONE_QUEUE = CLAIMS[True, False, False]
-CLAIM_QUEUES = CLAIMS[False, False, False]
+CLAIM_ONE_QUEUE = CLAIMS[True, "", False]
+CLAIM_QUEUES = CLAIMS[False, "", False]
 
 # What an acknowledgement returns of each job it marked succeeded: what the rollup of
 # finished tries counts it by (``jobs.rollup``), its wait (due to started) and its run, in
@@ -294,7 +302,7 @@ SELECT 'now', NULL, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
 # transaction ends: claims of the same keys wait here for each other (for those few
 # milliseconds), claims of other keys do not. Through the primary key.
 FLOW_LOCK_GATES = """
-SELECT key, recent, spare_pending_at, spare_pending FROM jobs_flow_gate
+SELECT key, recent, spare_pending_at, spare_pending, leases FROM jobs_flow_gate
  WHERE key = ANY(%(gates)s::text[])
  ORDER BY key
    FOR UPDATE
@@ -306,10 +314,12 @@ SELECT key, recent, spare_pending_at, spare_pending FROM jobs_flow_gate
 FLOW_SAVE_GATES = """
 UPDATE jobs_flow_gate AS g
    SET recent = w.recent, spare_slots = w.slots, spare_starts = w.starts, spare_until = w.until,
-       spare_basis = w.basis, spare_pending_at = NULL, spare_pending = NULL
+       spare_basis = w.basis, spare_pending_at = NULL, spare_pending = NULL,
+       leases = COALESCE(w.leases, g.leases)
   FROM unnest(%(gate_keys)s::text[], %(gate_recent)s::text[], %(gate_slots)s::int[],
-              %(gate_starts)s::int[], %(gate_until)s::bigint[], %(gate_basis)s::text[])
-       AS w(key, recent, slots, starts, until, basis)
+              %(gate_starts)s::int[], %(gate_until)s::bigint[], %(gate_basis)s::text[],
+              %(gate_leases)s::text[])
+       AS w(key, recent, slots, starts, until, basis, leases)
  WHERE g.key = w.key"""
 
 # The claim's end: the admitted candidates (locked by this transaction) marked running,
@@ -877,14 +887,15 @@ def _lock_and_count(
 
 
 def _windows(locked: list[tuple[Any, ...]]) -> dict[str, str]:
-    """The locked gates' windows (FLOW_LOCK_GATES's rows), each with its pending pair."""
-    return {key: with_pending(recent, at, pending) for key, recent, at, pending in locked}
+    """The locked gates' windows (FLOW_LOCK_GATES's rows), each with its pending pair and
+    its leases."""
+    return {key: with_pending(recent, at, pending, leases) for key, recent, at, pending, leases in locked}
 
 
 def _gate_params(gates: Mapping[str, GateSave]) -> dict[str, list[Any]]:
     """FLOW_SAVE_GATES's arrays: one per column of ``GateSave``."""
     columns = list(zip(*gates.values(), strict=True)) or [()] * len(GateSave._fields)
-    names = ("gate_recent", "gate_slots", "gate_starts", "gate_until", "gate_basis")
+    names = ("gate_recent", "gate_slots", "gate_starts", "gate_until", "gate_basis", "gate_leases")
     return {
         "gate_keys": list(gates),
         **{name: list(column) for name, column in zip(names, columns, strict=True)},
@@ -1051,6 +1062,7 @@ class PostgresDriver(OrmDriver):
         *,
         unkeyed: bool = False,
         with_rows: Sequence[str] = (),
+        leased: Leased | None = None,
     ) -> list[ClaimedJob]:
         one = len(queues) == 1
         params: dict[str, Any] = {"worker": worker, "limit": limit}
@@ -1058,8 +1070,17 @@ class PostgresDriver(OrmDriver):
             params["queue"] = queues[0]
         else:
             params["queues"] = list(queues)
+        keys = "unkeyed" if unkeyed else ""
+        if leased is not None:
+            keys = "leased"
+            params.update(
+                lease_type=leased.type,
+                lease_concurrency_key=leased.concurrency_key,
+                lease_rate_key=leased.rate_key,
+                lease_until=leased.until,
+            )
         if not with_rows:
-            return [ClaimedJob(*row) for row in self.execute_prepared(CLAIMS[one, unkeyed, False], params)]
+            return [ClaimedJob(*row) for row in self.execute_prepared(CLAIMS[one, keys, False], params)]
         params["row_types"] = list(with_rows)
         return [
             ClaimedJob(job_id, type_name, payload, attempt, most, queue, step)
@@ -1069,7 +1090,7 @@ class PostgresDriver(OrmDriver):
                 try_fields=(priority, run_at, created_at, started_at, tried),
             )
             for job_id, type_name, payload, attempt, most, queue, step, priority, run_at, created_at, started_at, tried
-            in self.execute_prepared(CLAIMS[one, unkeyed, True], params)
+            in self.execute_prepared(CLAIMS[one, keys, True], params)
         ]  # fmt: skip
 
     def flow_take_spared(self, plan: SparedPlan) -> list[ClaimedJob] | None:

@@ -207,6 +207,17 @@ class GateSave(NamedTuple):
     spare_starts: int | None = None
     spare_until: int | None = None  # µs of the database's clock
     spare_basis: str = ""
+    leases: str | None = None  # the type's leases (``jobs.flow.leases``); None: as stored
+
+
+class Leased(NamedTuple):
+    """A claim under a lease (``jobs.flow.leases``): only due jobs of ``type`` that store
+    these limit keys, and only while the database's clock is before ``until``."""
+
+    type: str
+    concurrency_key: str | None
+    rate_key: str | None
+    until: datetime
 
 
 class SparedPlan(NamedTuple):
@@ -377,10 +388,12 @@ class Driver(Protocol):
         *,
         unkeyed: bool = False,
         with_rows: Sequence[str] = (),
+        leased: Leased | None = None,
     ) -> list[ClaimedJob]:
         """Mark up to ``limit`` due queued jobs of ``queues`` running under ``worker`` (one
         more attempt each), skipping rows another session holds; in claim order. With
-        ``unkeyed``, only jobs without limit keys (the others go through flow control).
+        ``unkeyed``, only jobs without limit keys (the others go through flow control); with
+        ``leased``, only the jobs a lease covers, and none once it ended.
         ``with_rows``: types whose tries read their rows (django.tasks tasks); a driver may
         bring what they read with their jobs (``ClaimedJob.try_fields``) or leave it to
         ``task_try_rows``."""

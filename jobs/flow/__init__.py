@@ -6,6 +6,8 @@ queue, and queues that can be paused (``docs/flow-control.md``).
     queues      the queues' limits and pause (``JOBS_QUEUES``, the operators' rows) and the
                 verbs that change them: pause, resume, set_limits
     admission   which claim candidates may start now, given what runs and what started
+    spare       what a type's or queue's limits surely still allow, kept on its gate
+    leases      jobs of a type far from its limits a worker takes without the type's gate
     usage       what the admin page shows: limits in force, running, starts, waiting
 
 Limits are enforced where jobs are claimed, in the database (``jobs.store.claim_flowed``

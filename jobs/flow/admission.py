@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.drivers.protocol import Candidate, GateSave
-from jobs.flow import spare
+from jobs.flow import leases, spare
 from jobs.flow.limits import QUEUE_PREFIX, TYPE_PREFIX, TypeLimits, queue_key
 from jobs.flow.queues import QueueLimits
 from jobs.flow.rates import GATHER, MICROS, Rate, Window
@@ -124,6 +124,9 @@ class Admission:
     alone: set[int] = field(default_factory=set)  # admitted near a concurrency limit
     deferred: int = 0  # candidates near a limit passed over for want of an idle child
     now: int = 0  # the database's clock the decision was made at (µs)
+    # The claimer's leases (``jobs.flow.leases``) by type gate: the one handed out, or None
+    # where its last one was dropped and none handed out.
+    leases: dict[str, leases.Lease | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -187,6 +190,8 @@ def admit(
     windows: Mapping[str, Window],
     idle: int | None = None,
     reckon: Iterable[str] = (),
+    lease_to: str | None = None,
+    lease_most: int = 0,
 ) -> Admission:
     """Up to ``want`` candidates, in claim order, whose every limit has room at ``now``
     (µs): a queue's and a type's or key's concurrency (``running_*`` counts what runs, plus
@@ -202,8 +207,20 @@ def admit(
 
     What to store of the gates (``Admission.gates``): each window that took starts, and the
     spare of each type's and queue's gate in ``reckon`` (``jobs.flow.spare``), whose
-    running jobs ``running_*`` counted."""
+    running jobs ``running_*`` counted.
+
+    The leases of a type gate's window (``jobs.flow.leases``) count as running against its
+    concurrency. ``lease_to``: the claiming worker, whose own leases of the gates in
+    ``reckon`` end here, and which may be handed a new one of up to ``lease_most`` jobs
+    (``Admission.leases``)."""
     result = Admission(now=now)
+    reckon = list(reckon)
+    running_keys = _with_leases(windows, running_keys, result, reckon, lease_to, now)
+    candidates_in_limited_queues = (
+        {c.type for c in candidates if (held := rules.queues.get(c.queue)) is not None and held.limited}
+        if lease_to is not None
+        else set()
+    )
     taken_keys: Counter[str] = Counter()
     taken_queues: Counter[str] = Counter()
     taken_rates: Counter[str] = Counter()
@@ -312,5 +329,54 @@ def admit(
         else:
             running = running_keys.get(gate, 0) + taken_keys[gate]
         window = result.windows.get(gate) or windows.get(gate) or Window()
-        result.gates[gate] = spare.reckon(limits, running, window, now, window.dump())
+        if gate.startswith(TYPE_PREFIX):
+            if lease_to is not None and _leasable(gate, rules, candidates_in_limited_queues):
+                jobs = leases.size(limits, running, window, now, lease_most)
+                if jobs:
+                    result.leases[gate] = leases.grant(window, limits, lease_to, jobs, now)
+                    running += jobs
+            result.gates[gate] = spare.reckon(limits, running, window, now, window.dump())._replace(
+                leases=window.dump_leases()
+            )
+        else:
+            result.gates[gate] = spare.reckon(limits, running, window, now, window.dump())
     return result
+
+
+def _with_leases(
+    windows: Mapping[str, Window],
+    running_keys: Mapping[str, int],
+    result: Admission,
+    reckon: Iterable[str],
+    lease_to: str | None,
+    now: int,
+) -> Mapping[str, int]:
+    """``running_keys`` with the leases in force of each type gate added; the claiming
+    worker's own leases of the gates in ``reckon`` dropped first (``leases.drop``)."""
+    if lease_to is not None:
+        for gate in reckon:
+            window = windows.get(gate)
+            if window is not None and any(lease[2] == lease_to for lease in window.leases):
+                leases.drop(window, lease_to, now)
+                result.leases[gate] = None
+    since = leases.in_force_since(now)
+    held = {
+        gate: count for gate, window in windows.items() if window.leases and (count := window.leased(since))
+    }
+    if not held:
+        return running_keys
+    return {**running_keys, **{gate: running_keys.get(gate, 0) + count for gate, count in held.items()}}
+
+
+def _leasable(gate: str, rules: Rules, in_limited_queues: set[str]) -> bool:
+    """May a lease of ``gate`` (a type's) be handed out: the type's limits are type-wide
+    only (no key's gate to lock), and none of its jobs was seen in a queue with limits of
+    its own (a leased claim does not hold them)."""
+    name = gate[len(TYPE_PREFIX) :]
+    limits = rules.limits(name)
+    return (
+        limits is not None
+        and limits.concurrency_key is None
+        and limits.rate_key is None
+        and name not in in_limited_queues
+    )

@@ -73,23 +73,45 @@ class Rate:
 
 
 class Window:
-    """The recent starts of one rate key (its gate row's ``recent``)."""
+    """The recent starts of one rate key (its gate row's ``recent``), and the leases its
+    type's gate handed out (``leases``; ``jobs.flow.leases``): ``(until, jobs, worker)``,
+    each counted as ``jobs`` running against the type's concurrency until ``until`` (µs)."""
 
-    def __init__(self, starts: list[tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self, starts: list[tuple[int, int]] | None = None, leases: list[tuple[int, int, str]] | None = None
+    ) -> None:
         self.starts = sorted(starts or [])
+        self.leases = list(leases or [])
 
     @classmethod
     def load(cls, text: str | None) -> Window:
+        """A window from its text: the pairs of ``recent``, or, where the gate holds leases,
+        ``{"starts": pairs, "leases": triples}`` (``with_pending``)."""
         if not text:
             return cls()
         try:
-            pairs = json.loads(text)
-            return cls([(int(at), int(count)) for at, count in pairs])
-        except (TypeError, ValueError):
+            found = json.loads(text)
+            pairs, leases = (found["starts"], found["leases"]) if isinstance(found, dict) else (found, [])
+            return cls(
+                [(int(at), int(count)) for at, count in pairs],
+                [(int(until), int(jobs), str(worker)) for until, jobs, worker in leases],
+            )
+        except (TypeError, ValueError, KeyError):
             return cls()  # a row written by hand: start afresh rather than fail every claim
 
     def dump(self) -> str:
+        """The starts, as the gate's ``recent`` stores them."""
         return json.dumps([[at, count] for at, count in self.starts], separators=(",", ":"))
+
+    def dump_leases(self) -> str:
+        """The leases, as the gate's ``leases`` stores them."""
+        return (
+            json.dumps([list(lease) for lease in self.leases], separators=(",", ":")) if self.leases else ""
+        )
+
+    def leased(self, since: int) -> int:
+        """The jobs the leases ending after ``since`` (µs) count as running."""
+        return sum(jobs for until, jobs, _ in self.leases if until > since)
 
     def forget_before(self, since: int) -> None:
         """Forget the starts at or before ``since`` (µs): they left every window that counts them."""
@@ -135,13 +157,23 @@ class Window:
             self.starts.sort()
 
 
-def with_pending(recent: str, pending_at: int | None, pending: int | None) -> str:
+def with_pending(recent: str, pending_at: int | None, pending: int | None, leases: str = "") -> str:
     """A gate's window as text with its pending pair in it: the starts of the latest grain
     that claims within the gate's spare took (``jobs.flow.spare``), kept apart from the
-    window's text until a claim of a later grain moves them in."""
-    if pending_at is None or not pending:
+    window's text until a claim of a later grain moves them in; and its ``leases``, where it
+    holds any (the text is then ``Window.load``'s object form)."""
+    if (pending_at is None or not pending) and not leases:
         return recent
     window = Window.load(recent)
-    window.starts.append((pending_at, pending))
-    window.starts.sort()
-    return window.dump()
+    if pending_at is not None and pending:
+        window.starts.append((pending_at, pending))
+        window.starts.sort()
+    if not leases:
+        return window.dump()
+    try:
+        held = json.loads(leases)
+    except ValueError:
+        return window.dump()  # a row written by hand: no lease rather than no claim
+    return json.dumps(
+        {"starts": [list(pair) for pair in window.starts], "leases": held}, separators=(",", ":")
+    )

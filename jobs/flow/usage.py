@@ -132,9 +132,9 @@ def _windows(keys: list[str]) -> dict[str, Window]:
     if not keys:
         return {}
     return {
-        key: Window.load(with_pending(recent, *pending))
-        for key, recent, *pending in FlowGate.objects.filter(key__in=keys).values_list(
-            "key", "recent", "spare_pending_at", "spare_pending"
+        key: Window.load(with_pending(recent, at, pending, leases))
+        for key, recent, at, pending, leases in FlowGate.objects.filter(key__in=keys).values_list(
+            "key", "recent", "spare_pending_at", "spare_pending", "leases"
         )
     }
 

@@ -45,8 +45,21 @@ def claim_into(
         split = flow.split(queues)
         lane.claimed_short(split.out)  # paused, or at a limit of their own: until a wake-up
         got = 0
-        # Jobs with limits first (a claim of them is throttled), then the others.
+        # Jobs with limits first (a claim of them is throttled), then the others; of those
+        # in mixed queues, first the ones this worker holds a lease of, by the plain claim.
         keyed = [queue for queue in split.mixed if queue not in flow.no_keyed]
+        for held in flow.usable_leases() if keyed else ():
+            if got >= limit:
+                break
+            began = time.time_ns()
+            leased = db.call(flow.claim_leased, worker, keyed, held, limit - got, with_rows)
+            if leased is None:
+                return total
+            if leased:
+                tracing.record("jobs.claim", began, **{"jobs.count": len(leased), "jobs.worker": worker})
+            lane.buffer.extend(leased)
+            got += len(leased)
+            total += len(leased)
         for group, keyed_only in ((split.limited, False), (keyed, True)):
             if not group or got >= limit:
                 continue

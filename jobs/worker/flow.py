@@ -9,6 +9,10 @@ from, which claim takes them, and when to try again.
   (``keyed_only``), which reads only them.
 - A queue with limits of its own is claimed through ``store.claim_flowed`` whole.
 
+A type far from its limits may be leased (``jobs.flow.leases``): a keyed claim asks for
+leases, and the jobs a lease covers are then taken by the plain claim, first, until the
+lease is spent, ends, or finds none due (until the next notice or poll).
+
 What held jobs back is kept here and left out of the next claims: a key or queue at its
 concurrency limit until a slot frees (a job of that queue ended here, another worker's
 notice, or the next poll), a rate key or queue until its window has room again (the lane is
@@ -28,8 +32,12 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from jobs import registry, store
-from jobs.drivers.protocol import PLAIN_JOBS_NOTICE
+from jobs.conf import jobs_settings
+from jobs.drivers.orm import moment
+from jobs.drivers.protocol import PLAIN_JOBS_NOTICE, Leased
 from jobs.flow import admission
+from jobs.flow.leases import Lease
+from jobs.flow.limits import TYPE_PREFIX
 from jobs.flow.queues import Controls, QueueLimits
 from jobs.store import ClaimedJob
 
@@ -46,6 +54,18 @@ class Split:
     mixed: list[str] = field(default_factory=list)  # limited types beside others
     limited: list[str] = field(default_factory=list)  # limits of their own: all flowed
     out: list[str] = field(default_factory=list)  # paused, or at a limit of their own
+
+
+@dataclass
+class HeldLease:
+    """A lease this worker holds (``jobs.flow.leases``): what its claims may take, ``left``
+    jobs of it until ``deadline`` (this process's clock, a little before the lease's end
+    by the database's, which its claims check themselves)."""
+
+    claim: Leased
+    deadline: float
+    left: int
+    dry: bool = False  # its last claim found fewer due jobs than it asked for
 
 
 @dataclass
@@ -68,6 +88,9 @@ class FlowControl:
         self.queue_until: dict[str, float] = {}  # queue → when its rate window has room
         self.no_keyed: set[str] = set()  # mixed queues whose keyed claim came back short
         self.no_unkeyed: set[str] = set()  # mixed queues whose plain claim came back short
+        self.lease_most = jobs_settings.FLOW_LEASE
+        self.leases: dict[str, HeldLease] = {}  # type → the lease held of it
+        self.lease_refused_until: dict[tuple[str, ...], float] = {}  # keyed claims not to ask again
 
     # --- what the rows say -----------------------------------------------------------------
 
@@ -139,6 +162,8 @@ class FlowControl:
         ``keyed_only`` the keyed jobs of its mixed ones)."""
         now = self._clock()
         self.rate_until = {key: at for key, at in self.rate_until.items() if at > now}
+        group = tuple(queues)
+        ask = self.lease_most if keyed_only and self.lease_refused_until.get(group, 0.0) <= now else 0
         rules = admission.Rules(
             queues={queue: limits for queue, limits in self.controls.queues.items() if limits.limited},
             type_limits=registry.limits_of,
@@ -152,7 +177,11 @@ class FlowControl:
             waiting_keys=self.rate_until,
             keyed_only=keyed_only,
             idle=idle,
+            lease_most=ask,
         )
+        self._held(got.leases, now)
+        if ask and got.jobs and not any(got.leases.values()):  # no type far from its limits: spares a while
+            self.lease_refused_until[group] = now + self.controls.max_age
         self.full_keys |= got.full_keys
         self.full_queues |= got.full_queues
         for key, wait in got.rate_waits.items():
@@ -165,6 +194,40 @@ class FlowControl:
         if keyed_only:
             self.no_keyed |= short
         return Claimed(got.jobs, short, got.frees_in)
+
+    def _held(self, leases: dict[str, Lease | None], asked_at: float) -> None:
+        """The leases a claim handed out (or ended), by type gate."""
+        for gate, lease in leases.items():
+            name = gate[len(TYPE_PREFIX) :]
+            limits = registry.limits_of(name)
+            if lease is None or limits is None:
+                self.leases.pop(name, None)
+                continue
+            concurrency_key, rate_key = limits.keys(name, {})
+            logger.debug("Leased %d jobs of %s for %.3f s.", lease.jobs, name, (lease.until - lease.now) / 1e6)
+            self.leases[name] = HeldLease(
+                Leased(name, concurrency_key, rate_key, moment(lease.until)),
+                # Measured from before the claim was sent: earlier than the database's end.
+                asked_at + (lease.until - lease.now) / 1e6,
+                lease.jobs,
+            )
+
+    def usable_leases(self) -> list[HeldLease]:
+        """The leases with jobs left, not ended, whose last claim found what it asked for."""
+        now = self._clock()
+        for name in [name for name, held in self.leases.items() if held.deadline <= now]:
+            del self.leases[name]
+        return [held for held in self.leases.values() if held.left > 0 and not held.dry]
+
+    def claim_leased(
+        self, worker: str, queues: Sequence[str], held: HeldLease, limit: int, with_rows: Sequence[str] = ()
+    ) -> list[ClaimedJob]:
+        """Up to ``limit`` jobs of ``queues`` that lease ``held`` covers, by the plain claim."""
+        asked = min(limit, held.left)
+        got = store.claim(worker, queues, asked, with_rows=with_rows, leased=held.claim)
+        held.left -= len(got)
+        held.dry = len(got) < asked
+        return got
 
     def retry_at(self) -> float | None:
         """When the first rate window known to hold jobs back has room again."""
@@ -186,6 +249,9 @@ class FlowControl:
         self.slots_freed()
         self.no_keyed.clear()
         self.no_unkeyed.clear()
+        self.lease_refused_until.clear()
+        for held in self.leases.values():
+            held.dry = False
 
     def jobs_due(self, queues: Iterable[str], *, keyed: bool = True) -> None:
         """A notice of new due jobs in ``queues``: keyed ones among them, perhaps (unless the
@@ -193,6 +259,8 @@ class FlowControl:
         queues = set(queues)
         if keyed:
             self.no_keyed.difference_update(queues)
+            for held in self.leases.values():
+                held.dry = False
         self.no_unkeyed.difference_update(queues)
 
     def expire_waits(self) -> None:

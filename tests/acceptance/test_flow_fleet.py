@@ -111,6 +111,23 @@ def test_rate__five_a_second_over_forty_jobs_never_starts_six_in_any_second(star
     assert not Job.objects.filter(pk__in=ids).exclude(status=Status.SUCCEEDED, attempts=1).exists()
 
 
+def test_rate_under_leases__workers_start_leased_jobs_without_the_gate_and_never_101_in_a_second(
+    start_worker,
+):
+    """Leases of up to four starts (``JOBS_FLOW_LEASE=4``) while a fourth of the window's
+    room allows them: recorded in the window when handed out, at the lease's end."""
+    fleet = _fleet(start_worker, env={"JOBS_FLOW_LEASE": "4", "LOG_LEVEL": "DEBUG"})
+    ids = [store.enqueue("test.flow_leased", {}).pk for _ in range(300)]
+    wait_finished(ids, timeout=60)
+    assert all("Leased 4 jobs of test.flow_leased" in worker.log() for worker in fleet)
+
+    starts = sorted(Job.objects.filter(pk__in=ids).values_list("started_at", flat=True))
+    second = timedelta(seconds=1)
+    most = max(sum(1 for other in starts if start <= other < start + second) for start in starts)
+    assert most == 100  # in any window of a second, and the rate was used to the full
+    assert not Job.objects.filter(pk__in=ids).exclude(status=Status.SUCCEEDED, attempts=1).exists()
+
+
 def test_pause__a_paused_queue_starts_nothing_until_resumed_and_its_running_job_finishes(
     start_worker, tmp_path
 ):

@@ -16,9 +16,10 @@ from django.utils import timezone
 
 from jobs import registry, set_queue_limits, store
 from jobs.drivers import driver
-from jobs.drivers.orm import micros
+from jobs.drivers.orm import micros, moment
+from jobs.drivers.protocol import Leased
 from jobs.errors import InvalidPayload
-from jobs.flow import admission, queues
+from jobs.flow import admission, leases, queues
 from jobs.flow.limits import queue_key
 from jobs.flow.rates import Window
 from jobs.models import FlowGate, Job, Status
@@ -415,3 +416,45 @@ def test_prune_gates__keeps_a_window_with_recent_starts():
     _claim("w1")
     assert store.prune_gates() == 0
     assert store.prune_gates(now=timezone.now() + timedelta(hours=2)) == 1
+
+
+# --- leases (jobs.flow.leases) ---------------------------------------------------------------
+
+
+def _lease_of(claim: store.FlowClaim) -> Leased:
+    lease = claim.leases[LIMITED_GATE]
+    assert lease is not None
+    limits = registry.limits_of("test.noop_limited")
+    assert limits is not None
+    return Leased("test.noop_limited", *limits.keys("test.noop_limited", {}), moment(lease.until))
+
+
+def test_claim_flowed__hands_a_lease_that_the_gate_keeps_and_counts_as_running():
+    ids = [store.enqueue("test.noop_limited", {}).pk for _ in range(3)]
+    got = _claim("w1", keyed_only=True, lease_most=64)
+    assert _ids(got) == ids
+    lease = got.leases[LIMITED_GATE]
+    assert lease is not None and lease.jobs == 64 and lease.until - lease.now == leases.LENGTH
+    window = FlowGate.objects.get(key=LIMITED_GATE).window()
+    assert window.leases == [(lease.until, 64, "w1")]
+    assert _spare()[:2] == (50_000 - 3 - 64, 100_000 - 3 - 64)  # as if 64 more had started
+    store.enqueue("test.noop_limited", {})
+    again = _claim("w1", keyed_only=True, lease_most=64)  # the worker's next count: a new lease
+    assert again.leases[LIMITED_GATE] is not None
+    assert [held[2] for held in FlowGate.objects.get(key=LIMITED_GATE).window().leases] == ["w1"]
+
+
+def test_claim_leased__takes_only_the_leased_type_storing_its_keys_and_none_once_the_lease_ended():
+    store.enqueue("test.noop_limited", {})
+    lease = _lease_of(_claim("w1", keyed_only=True, lease_most=64))
+    limited = [store.enqueue("test.noop_limited", {}).pk for _ in range(3)]
+    others = [store.enqueue(name, {}).pk for name in ("test.noop", "test.noop_capped")]
+    taken = store.claim("w1", ["default"], 10, leased=lease)
+    assert [job.id for job in taken] == limited
+    assert {(job.status, job.locked_by, job.attempts) for job in Job.objects.filter(pk__in=limited)} == {
+        (Status.RUNNING, "w1", 1)
+    }
+    assert set(Job.objects.filter(pk__in=others).values_list("status", flat=True)) == {Status.QUEUED}
+    store.enqueue("test.noop_limited", {})
+    ended = lease._replace(until=timezone.now() - timedelta(seconds=1))
+    assert store.claim("w1", ["default"], 10, leased=ended) == []

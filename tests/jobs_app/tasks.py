@@ -270,6 +270,12 @@ def flow_type(ctx: JobContext, *, seconds: float = 0.0, gate: str = "") -> None:
     _held(ctx, seconds, gate)
 
 
+@job("test.flow_leased", queue="default", rate="100/s")
+def flow_leased(ctx: JobContext) -> None:
+    """At most a hundred starts in any second across the fleet; leased while far from it
+    (``jobs.flow.leases``, with the fleet's ``JOBS_FLOW_LEASE`` small)."""
+
+
 @job("test.flow_key", queue="default", concurrency=1, concurrency_key="account:{account}", backoff=(0.2,))
 def flow_key(ctx: JobContext, *, account: int | None = None, seconds: float = 0.0, gate: str = "") -> None:
     """At most one running per account, any number of accounts at once."""
