@@ -588,7 +588,9 @@ SELECT minute, measure, total,
                 if not rows:
                     return pruned
                 gone = [
-                    key for key, recent, at, pending in rows if not keep(key, with_pending(recent, at, pending))
+                    key
+                    for key, recent, at, pending in rows
+                    if not keep(key, with_pending(recent, at, pending))
                 ]
                 if gone:
                     self.gates().filter(key__in=gone).delete()

@@ -33,7 +33,18 @@ from typing import NamedTuple
 from jobs.flow.rates import Window
 from jobs.flow.spare import GateLimits
 
-__all__ = ["GRACE", "LEAST", "LENGTH", "RATE_MARGIN", "SHARE", "Lease", "drop", "grant", "in_force_since", "size"]
+__all__ = [
+    "GRACE",
+    "LEAST",
+    "LENGTH",
+    "RATE_MARGIN",
+    "SHARE",
+    "Lease",
+    "drop",
+    "grant",
+    "in_force_since",
+    "size",
+]
 
 #: How long a lease lasts, µs.
 LENGTH = 250_000

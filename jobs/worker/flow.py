@@ -204,7 +204,9 @@ class FlowControl:
                 self.leases.pop(name, None)
                 continue
             concurrency_key, rate_key = limits.keys(name, {})
-            logger.debug("Leased %d jobs of %s for %.3f s.", lease.jobs, name, (lease.until - lease.now) / 1e6)
+            logger.debug(
+                "Leased %d jobs of %s for %.3f s.", lease.jobs, name, (lease.until - lease.now) / 1e6
+            )
             self.leases[name] = HeldLease(
                 Leased(name, concurrency_key, rate_key, moment(lease.until)),
                 # Measured from before the claim was sent: earlier than the database's end.
