@@ -34,6 +34,7 @@ from jobs.drivers.protocol import (
     StepRow,
 )
 from jobs.flow import spare
+from jobs.flow.limits import TYPE_PREFIX
 from jobs.flow.rates import with_pending
 
 # --- schema (migration 0010) ---
@@ -198,6 +199,20 @@ STILL_INDEXES_SCHEMA = (
         DROP INDEX jobs_claim, ADD INDEX jobs_claim (claim_ready, queue, priority, run_at, id),
         DROP INDEX jobs_claim_any, ADD INDEX jobs_claim_any (claim_ready, priority, run_at, id),
         DROP INDEX jobs_running_key, ADD INDEX jobs_running_key (running_key)""",
+)
+# Migration 0024: ``running_key`` without the type-wide keys (``type:…``), as PostgreSQL's
+# ``jobs_running_key`` is without them (0021): every running job of a type with a type-wide
+# limit moved an entry of that index at its claim and again at its acknowledgement, for
+# the rare claim that counts them, which reads them through ``jobs_running`` instead
+# (``FLOW_RUNNING_TYPE_KEYS``). The column is rebuilt: the table is copied (writes wait).
+RUNNING_KEY_WITHOUT_TYPE_KEYS_SCHEMA = (
+    f"""ALTER TABLE jobs_job MODIFY running_key varchar(255)
+        GENERATED ALWAYS AS (IF(status = 'running' AND concurrency_key NOT LIKE '{TYPE_PREFIX}%%', concurrency_key, NULL))
+        STORED""",
+)
+RUNNING_KEY_WITHOUT_TYPE_KEYS_SCHEMA_UNDO = (
+    """ALTER TABLE jobs_job MODIFY running_key varchar(255)
+        GENERATED ALWAYS AS (IF(status = 'running', concurrency_key, NULL)) STORED""",
 )
 STILL_INDEXES_SCHEMA_UNDO = (
     """ALTER TABLE jobs_job
@@ -375,6 +390,12 @@ FLOW_RUNNING_KEYS = """
 SELECT 'key', running_key, COUNT(*) FROM jobs_job FORCE INDEX (jobs_running_key)
  WHERE running_key IN ({keys})
  GROUP BY running_key"""
+# A type-wide key's running jobs, which ``running_key`` leaves out (migration 0024): the
+# running rows, through ``jobs_running`` (status first).
+FLOW_RUNNING_TYPE_KEYS = """
+SELECT 'key', concurrency_key, COUNT(*) FROM jobs_job FORCE INDEX (jobs_running)
+ WHERE status = 'running' AND concurrency_key IN ({keys})
+ GROUP BY concurrency_key"""
 FLOW_RUNNING_QUEUES = """
 SELECT 'queue', queue, COUNT(*) FROM jobs_job FORCE INDEX (jobs_running)
  WHERE status = 'running' AND queue IN ({queues})
@@ -702,9 +723,12 @@ VALUES {values}
 
     def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
         parts, params = [FLOW_NOW], []
-        if keys:
-            parts.append(FLOW_RUNNING_KEYS.format(keys=placeholders(keys)))
-            params += list(keys)
+        type_keys = [key for key in keys if key.startswith(TYPE_PREFIX)]
+        own_keys = [key for key in keys if not key.startswith(TYPE_PREFIX)]
+        for statement, chosen in ((FLOW_RUNNING_KEYS, own_keys), (FLOW_RUNNING_TYPE_KEYS, type_keys)):
+            if chosen:
+                parts.append(statement.format(keys=placeholders(chosen)))
+                params += chosen
         if queues:
             parts.append(FLOW_RUNNING_QUEUES.format(queues=placeholders(queues)))
             params += list(queues)

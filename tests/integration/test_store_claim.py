@@ -238,8 +238,10 @@ def _generated(job_id: int) -> tuple[int | None, str | None]:
 )
 def test_claim__mariadbs_index_columns_hold_a_value_only_in_the_state_their_index_serves():
     """``claim_ready`` is 1 only while a job is queued and due, ``running_key`` its
-    concurrency key only while it runs: the claim indexes and ``jobs_running_key`` find
-    exactly those jobs, and an acknowledgement leaves both NULL (their entries stay put)."""
+    concurrency key only while it runs, and only a per-key one (a type-wide key's running
+    jobs are counted from the running rows): the claim indexes and ``jobs_running_key``
+    find exactly those jobs, and an acknowledgement leaves both NULL (their entries stay
+    put)."""
     later = store.enqueue("test.noop", {}, run_at=timezone.now() + timedelta(hours=1))
     keyed = store.enqueue("test.flow_key", {"account": "a"})
     assert _generated(later.pk) == (None, None)  # due later: not in the claim's range
@@ -250,6 +252,9 @@ def test_claim__mariadbs_index_columns_hold_a_value_only_in_the_state_their_inde
     assert _generated(keyed.pk) == (None, "account:a")
     assert store.complete("w1", [(claimed.id, claimed.attempt)]) == [keyed.pk]
     assert _generated(keyed.pk) == (None, None)
+    typed = store.enqueue("test.flow_type", {})
+    assert store.claim_job("w1", typed.pk) is not None
+    assert _generated(typed.pk) == (None, None)  # "type:test.flow_type": not in the index
 
     Job.objects.filter(pk=later.pk).update(run_at=timezone.now() - timedelta(seconds=1))
     store.promote_due()
