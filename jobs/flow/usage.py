@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from jobs import registry
 from jobs.drivers.orm import micros
+from jobs.flow import leases
 from jobs.flow.limits import TypeLimits, queue_key, type_key
 from jobs.flow.queues import OPERATOR, QueueLimits, current, settings_limits
 from jobs.flow.rates import Rate, Window, with_pending
@@ -63,6 +64,7 @@ class TypeUsage:
     keys_running: int = 0  # keys with a job running (a per-key limit)
     keys_full: int = 0  # keys at their limit
     busiest: list[tuple[str | None, int]] = field(default_factory=list)  # keys with the most running
+    leased: int = 0  # jobs the leases in force hold of a type-wide limit (``jobs.flow.leases``)
     starts: int | None = None  # in the current window of a type-wide rate
     keys_rate_full: int = 0  # rate keys with no room now
     waiting: int = 0
@@ -151,10 +153,13 @@ def _type_usage(
     usage.running = len(mine)
     due = Job.objects.filter(type=job_type.name, status=Status.QUEUED, run_at__lte=now)
     held = Q(pk__in=[])
+    if limits.concurrency_key is None and limits.rate_key is None:
+        gate = _windows([type_key(job_type.name)]).get(type_key(job_type.name), Window())
+        usage.leased = gate.leased(leases.in_force_since(micros(now)))
     if limits.concurrency is not None:
         if limits.concurrency_key is None:
             counted = sum(1 for _, _, key in running_rows if key == type_key(job_type.name))
-            if counted >= limits.concurrency:
+            if counted + usage.leased >= limits.concurrency:
                 held |= Q(pk__isnull=False)
         else:
             by_key = Counter(key for key in mine if key is not None)

@@ -47,6 +47,18 @@ def test_page__shows_each_queues_and_each_types_limits_usage_and_source(client: 
     assert "<form" not in page.split('id="content-main"')[1]  # viewing only: no buttons, no forms
 
 
+@pytest.mark.django_db(transaction=True)  # a lease is handed out only outside a caller's transaction
+def test_page__shows_the_jobs_a_types_leases_hold(client: Client) -> None:
+    client.force_login(make_viewer())
+    store.enqueue("test.noop_limited", {})
+    store.claim_flowed("w", ["default"], 10, _rules(), keyed_only=True, lease_most=8)
+
+    row = client.get(FLOW).text.split('data-type="test.noop_limited"')[1].split("</tr>")[0]
+
+    assert "1 of 100000" in row and "+ 8 held by workers' leases" in row
+    assert "9 of 100000" in row  # the lease's starts are in the rate window
+
+
 def _rules():
     from jobs import registry
     from jobs.flow import admission
