@@ -209,9 +209,8 @@ class JobsSettings:
     # {"ai": {"concurrency": 4, "rate": "100/m"}}; an operator's, set on the page, replace them.
     QUEUES: dict[str, Any] = _setting({}, _queue_limits, kind=dict)
     # The most jobs a lease hands a worker of a type far from its limits, to take without
-    # the type's gate (``jobs.flow.leases``); 0: no leases; None: the database's choice
-    # (``Driver.lease_jobs``: what paid in its benchmarks).
-    FLOW_LEASE: int | None = _setting(None, at_least(0), kind=int)
+    # the type's gate (``jobs.flow.leases``); 0: no leases.
+    FLOW_LEASE: int = _setting(4096, at_least(0))
 
 
 jobs_settings = JobsSettings()

@@ -582,10 +582,6 @@ CONFLICT_CODES = frozenset({1213, 1205})
 
 class MariaDBDriver(OrmDriver):
     vendor = "mysql"
-    # Leases made a drain of limited jobs slower here (0.83 of the plain drain against the
-    # spare's 0.91, docs/benchmarks.md): the claim within the spare is a transaction of its
-    # own on MariaDB anyway. ``JOBS_FLOW_LEASE`` turns them on.
-    lease_jobs = 0
 
     def is_conflict(self, error: BaseException) -> bool:
         return bool(error.args) and error.args[0] in CONFLICT_CODES

@@ -239,7 +239,6 @@ class OrmDriver:
 
     vendor = ""
     listens = False
-    lease_jobs = 0  # its flow-control rounds always count: no spare, nothing for a lease to save
 
     def __init__(self, alias: str = DEFAULT_DB_ALIAS) -> None:
         self.alias = alias

@@ -947,7 +947,6 @@ CONFLICT_STATES = frozenset({"40P01", "40001", "55P03"})
 class PostgresDriver(OrmDriver):
     vendor = "postgresql"
     listens = True
-    lease_jobs = 4096  # a drain of limited jobs: 0.81 → 0.93 of the plain drain (docs/benchmarks.md)
 
     def is_conflict(self, error: BaseException) -> bool:
         return getattr(error.__cause__, "sqlstate", None) in CONFLICT_STATES

@@ -343,9 +343,6 @@ class Driver(Protocol):
     alias: str
     #: Whether ``notify`` reaches ``listen``ing workers (else workers poll).
     listens: bool
-    #: The most jobs a flow-control lease holds unless ``JOBS_FLOW_LEASE`` says
-    #: (``jobs.flow.leases``): what paid on this database in ``bench.throughput``; 0: none.
-    lease_jobs: int
 
     # --- sessions ---
 

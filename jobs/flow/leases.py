@@ -70,15 +70,6 @@ class Lease(NamedTuple):
     now: int
 
 
-def most() -> int:
-    """The most jobs a worker's lease holds: ``JOBS_FLOW_LEASE``, or the database's choice."""
-    from jobs.conf import jobs_settings
-    from jobs.drivers import driver
-
-    chosen = jobs_settings.FLOW_LEASE
-    return driver().lease_jobs if chosen is None else chosen
-
-
 def in_force_since(now: int) -> int:
     """The end after which a lease no longer counts at ``now`` (µs)."""
     return now - GRACE

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from jobs import registry, store
+from jobs.conf import jobs_settings
 from jobs.drivers.orm import moment
 from jobs.drivers.protocol import PLAIN_JOBS_NOTICE, Leased
-from jobs.flow import admission, leases
+from jobs.flow import admission
 from jobs.flow.leases import Lease
 from jobs.flow.limits import TYPE_PREFIX
 from jobs.flow.queues import Controls, QueueLimits
@@ -87,7 +88,7 @@ class FlowControl:
         self.queue_until: dict[str, float] = {}  # queue → when its rate window has room
         self.no_keyed: set[str] = set()  # mixed queues whose keyed claim came back short
         self.no_unkeyed: set[str] = set()  # mixed queues whose plain claim came back short
-        self.lease_most = leases.most()
+        self.lease_most = jobs_settings.FLOW_LEASE
         self.leases: dict[str, HeldLease] = {}  # type → the lease held of it
         self.lease_refused_until: dict[tuple[str, ...], float] = {}  # keyed claims not to ask again
 
