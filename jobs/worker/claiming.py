@@ -9,10 +9,12 @@ call goes through the supervisor's ``DatabaseGuard``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from jobs import store, tracing
-from jobs.worker.flow import FlowControl
+from jobs.store import ClaimedJob
+from jobs.worker.flow import Claimed, FlowControl
 from jobs.worker.guard import DatabaseGuard
 from jobs.worker.pool import Lane
 
@@ -51,13 +53,9 @@ def claim_into(
         for held in flow.usable_leases() if keyed else ():
             if got >= limit:
                 break
-            began = time.time_ns()
-            leased = db.call(flow.claim_leased, worker, keyed, held, limit - got, with_rows)
+            leased = _into(lane, db, worker, flow.claim_leased, worker, keyed, held, limit - got, with_rows)
             if leased is None:
                 return total
-            if leased:
-                tracing.record("jobs.claim", began, **{"jobs.count": len(leased), "jobs.worker": worker})
-            lane.buffer.extend(leased)
             got += len(leased)
             total += len(leased)
         for group, keyed_only in ((split.limited, False), (keyed, True)):
@@ -65,15 +63,9 @@ def claim_into(
                 continue
             # Jobs near a concurrency limit: no more than the idle children start now.
             idle = max(0, len(lane.idle) - lane.ready())
-            began = time.time_ns()
-            outcome = db.call(flow.claim, worker, group, limit - got, keyed_only, idle)
+            outcome = _into(lane, db, worker, flow.claim, worker, group, limit - got, keyed_only, idle)
             if outcome is None:
                 return total
-            if outcome.jobs:
-                tracing.record(
-                    "jobs.claim", began, **{"jobs.count": len(outcome.jobs), "jobs.worker": worker}
-                )
-            lane.buffer.extend(outcome.jobs)
             got += len(outcome.jobs)
             total += len(outcome.jobs)
             if not keyed_only:
@@ -83,13 +75,11 @@ def claim_into(
             if not group or got >= limit:
                 continue
             asked = limit - got
-            began = time.time_ns()
-            claimed = db.call(store.claim, worker, group, asked, unkeyed=unkeyed, with_rows=with_rows)
+            claimed = _into(
+                lane, db, worker, store.claim, worker, group, asked, unkeyed=unkeyed, with_rows=with_rows
+            )
             if claimed is None:
                 return total
-            if claimed:
-                tracing.record("jobs.claim", began, **{"jobs.count": len(claimed), "jobs.worker": worker})
-            lane.buffer.extend(claimed)
             got += len(claimed)
             total += len(claimed)
             if len(claimed) < asked and unkeyed:
@@ -102,3 +92,19 @@ def claim_into(
             return total
         want -= got
     return total
+
+
+def _into[T: (list[ClaimedJob], Claimed)](
+    lane: Lane, db: DatabaseGuard, worker: str, claim: Callable[..., T], *args: Any, **kwargs: Any
+) -> T | None:
+    """One claim through the guard, traced, its jobs into the lane's buffer; None when the
+    database could not be reached."""
+    began = time.time_ns()
+    outcome = db.call(claim, *args, **kwargs)
+    if outcome is None:
+        return None
+    jobs = outcome.jobs if isinstance(outcome, Claimed) else outcome
+    if jobs:
+        tracing.record("jobs.claim", began, **{"jobs.count": len(jobs), "jobs.worker": worker})
+    lane.buffer.extend(jobs)
+    return outcome
