@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -36,6 +36,9 @@ from jobs.drivers.protocol import (
 from jobs.flow import spare
 from jobs.flow.limits import TYPE_PREFIX
 from jobs.flow.rates import with_pending
+
+if TYPE_CHECKING:
+    from jobs.models import Job
 
 # --- schema (migration 0010) ---
 
@@ -535,6 +538,24 @@ UNLOCK_TIMER_STEP = f"SELECT RELEASE_LOCK({_TIMER_STEP_LOCK})"
 # Which session holds a step's lock (NULL when none does): for the tests and an operator.
 TIMER_STEP_LOCK_HOLDER = f"SELECT IS_USED_LOCK({_TIMER_STEP_LOCK})"
 
+# --- deduplicated enqueue ---
+
+# Twins of one dedupe key inserted at once take turns on a named lock for their INSERT
+# statement only. Where the unique index ``jobs_dedupe_active`` still holds a delete-marked
+# entry of the key (a job of it that finished, not yet purged), InnoDB's duplicate check
+# gives every inserter a shared lock on that entry and the gap after it, and two inserters
+# that both go on to insert then wait on each other's gap lock: a deadlock, which rolls the
+# loser's whole transaction back. One INSERT at a time, the second finds the first's new
+# row and waits for it to commit (then it is a duplicate: the existing job is returned).
+# Released after the statement, not the transaction: a twin never waits on a caller's
+# transaction here, only on the row, as without the lock. Taken with a bound wait: a
+# session that cannot get it inserts as it would without.
+_DEDUPE_LOCK = "CONCAT('jobs.dedupe:', CRC32(DATABASE()), ':', %s)"
+LOCK_DEDUPE_INSERT = f"SELECT GET_LOCK({_DEDUPE_LOCK}, %s)"
+UNLOCK_DEDUPE_INSERT = f"SELECT RELEASE_LOCK({_DEDUPE_LOCK})"
+#: Seconds an insert waits for its twin's turn before it goes ahead without it.
+DEDUPE_LOCK_WAIT = 5
+
 # --- admin page ---
 
 # The admin's tile estimate for a status that holds more rows than the page counts: the
@@ -569,6 +590,11 @@ RESTORE_STATEMENT_TIME = "SET @@SESSION.max_statement_time = @jobs_statement_tim
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)  # a Decimal, from the division
+
+
+def dedupe_lock_key(type_name: str, dedupe_key: str) -> int:
+    """The number a dedupe key's insert lock name carries (see ``LOCK_DEDUPE_INSERT``)."""
+    return zlib.crc32(f"{type_name}\0{dedupe_key}".encode())
 
 
 def step_lock_key(name: str) -> int:
@@ -608,6 +634,20 @@ VALUES {values}
         if settings.USE_TZ:
             with connection.cursor() as cursor:
                 cursor.execute(SESSION_UTC)
+
+    def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:
+        if fields["dedupe_key"] is None:
+            return super().insert_one(fields, payload_text)
+        key = dedupe_lock_key(fields["type"], fields["dedupe_key"])
+        with self.cursor() as cursor:
+            cursor.execute(LOCK_DEDUPE_INSERT, [key, DEDUPE_LOCK_WAIT])
+            row = cursor.fetchone()
+        try:
+            return super().insert_one(fields, payload_text)
+        finally:
+            if row and row[0] == 1:
+                with self.cursor() as cursor:
+                    cursor.execute(UNLOCK_DEDUPE_INSERT, [key])
 
     def insert_many(self, batch: Batch) -> int:
         now = timezone.now()

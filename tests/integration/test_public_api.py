@@ -19,7 +19,7 @@ from jobs import store
 from jobs.models import Job, Status
 from tests.jobs_app.tasks import keyed
 from tests.support.concurrency import in_thread
-from tests.support.database import lock_waiters, raw_connection
+from tests.support.database import lock_waiters, on_mariadb, raw_connection
 from tests.support.job_states import claim_one
 from tests.support.waiting import wait_for
 
@@ -204,6 +204,35 @@ def test_cancel_if_queued__loses_to_a_claim_that_locked_the_row_first():
 
 
 # --- twins racing -----------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not on_mariadb(), reason="MariaDB's turns for twins' inserts")
+@pytest.mark.django_db(transaction=True)  # another session holds the key's lock
+def test_enqueue__twins_on_mariadb_insert_one_at_a_time_and_leave_the_key_free():
+    """A twin waits for the key's insert lock another session holds (so that two inserts
+    of one key never both hold InnoDB's gap lock on a finished twin's index entry and
+    deadlock), and frees it once its INSERT is done."""
+    from jobs.drivers import mariadb
+
+    key = mariadb.dedupe_lock_key(KEYED, "thing:9")
+    holder = raw_connection()
+    try:
+        assert holder.execute(mariadb.LOCK_DEDUPE_INSERT, [key, 0]).fetchone() == (1,)
+        done: list[int] = []
+        thread = in_thread(lambda: done.append(jobs.enqueue(KEYED, {"thing_id": 9}).pk))
+        wait_for(lambda: _waits_on_user_lock(holder), message="the enqueue to wait for the key's lock")
+        assert not done
+        holder.execute(mariadb.UNLOCK_DEDUPE_INSERT, [key])
+        thread.join(10)
+        assert len(done) == 1
+        assert holder.execute(mariadb.LOCK_DEDUPE_INSERT, [key, 0]).fetchone() == (1,)  # freed
+    finally:
+        holder.close()
+
+
+def _waits_on_user_lock(session) -> bool:
+    rows = session.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'")
+    return rows.fetchone()[0] >= 1
 
 
 @pytest.mark.django_db(transaction=True)  # another session must see or wait on our rows
