@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from jobs import store
 from jobs.drivers import Driver, driver_class
-from jobs.drivers.protocol import Batch, GateSave, Locks, StepRow
+from jobs.drivers.protocol import Batch, GateSave, Leased, Locks, StepRow
 from jobs.models import Job, JobAttempt, Status, Worker, Workflow, WorkflowEdge, WorkflowStep
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
@@ -263,6 +263,36 @@ def test_claim__unkeyed_passes_over_jobs_with_limit_keys(drv):
     plain = _insert(drv)
     assert [job.id for job in drv.claim("w", ["default"], 10, unkeyed=True)] == [plain.pk]
     assert _rows(drv).get(pk=keyed.pk).status == _rows(drv).get(pk=rated.pk).status == Status.QUEUED
+
+
+@conformance
+def test_claim__leased_takes_only_the_leased_type_storing_its_keys_and_none_after_the_end(drv):
+    leased = _insert(drv, type="t", concurrency_key="type:t", rate_key="type:t")
+    _insert(drv, type="t", concurrency_key="k:1", rate_key="type:t")  # other keys: counted instead
+    _insert(drv, type="u", concurrency_key="type:u", rate_key="type:u")
+    _insert(drv, type="t")  # no keys: the plain claim's
+    lease = Leased("t", "type:t", "type:t", timezone.now() + timedelta(minutes=1))
+    assert [job.id for job in drv.claim("w", ["default"], 10, leased=lease)] == [leased.pk]
+    later = _insert(drv, type="t", concurrency_key="type:t", rate_key="type:t")
+    ended = lease._replace(until=timezone.now() - timedelta(seconds=1))
+    assert drv.claim("w", ["default"], 10, leased=ended) == []
+    assert _rows(drv).get(pk=later.pk).status == Status.QUEUED
+
+
+@conformance
+def test_flow_save_gates__keeps_a_gates_leases_unless_told_and_a_round_reads_them(drv):
+    drv.flow_add_gates(["type:t"])
+    held = '[[9,64,"w1"]]'
+    with drv.flow_transaction() as round_:
+        round_.lock_and_count(["type:t"], [], [])
+        round_.finish("w", [], None, {}, {"type:t": GateSave("[[1,1]]", leases=held)})
+    with drv.flow_transaction() as round_:
+        round_.lock_and_count(["type:t"], [], [])
+        round_.finish("w", [], None, {}, {"type:t": GateSave("[[2,1]]")})  # leases: as stored
+    assert (drv.gates().get(key="type:t").recent, drv.gates().get(key="type:t").leases) == ("[[2,1]]", held)
+    with drv.flow_transaction() as round_:
+        recent, _ = round_.lock_and_count(["type:t"], [], [])
+    assert json.loads(recent["type:t"]) == {"starts": [[2, 1]], "leases": [[9, 64, "w1"]]}
 
 
 @conformance
