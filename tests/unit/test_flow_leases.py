@@ -128,3 +128,9 @@ def test_lease_size__a_share_of_what_the_spare_allows():
     assert leases.size(limits, 100, Window([(0, 300)]), 0, 4096) == 0  # 25, under LEAST: none worth it
     assert leases.size(limits, 100, Window([(0, 300)]), 0, 25) == 25  # unless the worker asks no more
     assert leases.size(limits, 100, Window(), 0, 0) == 0
+
+
+def test_grant__drops_the_leases_that_no_longer_count_whoever_held_them():
+    window = Window([], [(S, 10, "gone"), (5 * S, 10, "other")])
+    lease = leases.grant(window, leases.GateLimits(concurrency=100_000), "w1", 64, S + leases.GRACE)
+    assert window.leases == [(5 * S, 10, "other"), (lease.until, 64, "w1")]
