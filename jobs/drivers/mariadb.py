@@ -34,7 +34,7 @@ from jobs.drivers.protocol import (
     StepRow,
 )
 from jobs.flow import spare
-from jobs.flow.limits import TYPE_PREFIX
+from jobs.flow.limits import TYPE_PREFIX, split_type_keys
 from jobs.flow.rates import with_pending
 
 if TYPE_CHECKING:
@@ -763,8 +763,7 @@ VALUES {values}
 
     def flow_running(self, keys: Sequence[str], queues: Sequence[str]) -> Running:
         parts, params = [FLOW_NOW], []
-        type_keys = [key for key in keys if key.startswith(TYPE_PREFIX)]
-        own_keys = [key for key in keys if not key.startswith(TYPE_PREFIX)]
+        type_keys, own_keys = split_type_keys(keys)
         for statement, chosen in ((FLOW_RUNNING_KEYS, own_keys), (FLOW_RUNNING_TYPE_KEYS, type_keys)):
             if chosen:
                 parts.append(statement.format(keys=placeholders(chosen)))

@@ -44,7 +44,7 @@ from jobs.drivers.protocol import (
     TaskRow,
     TaskTryRow,
 )
-from jobs.flow.limits import QUEUE_PREFIX, TYPE_PREFIX
+from jobs.flow.limits import QUEUE_PREFIX, TYPE_PREFIX, split_type_keys
 from jobs.flow.rates import GRAIN, MICROS, with_pending
 from jobs.models import Job
 
@@ -878,8 +878,7 @@ def _lock_and_count(
     gates: Sequence[str], keys: Sequence[str], queues: Sequence[str]
 ) -> tuple[tuple[str, Mapping[str, Any]], tuple[str, Mapping[str, Any]]]:
     """The statements of ``FlowTransaction.lock_and_count``: the gates' lock, then the counts."""
-    type_keys = [key for key in keys if key.startswith(TYPE_PREFIX)]
-    own_keys = [key for key in keys if not key.startswith(TYPE_PREFIX)]
+    type_keys, own_keys = split_type_keys(keys)
     return (FLOW_LOCK_GATES, {"gates": list(gates)}), (
         FLOW_RUNNING,
         {"keys": own_keys, "type_keys": type_keys, "counted": list(queues)},

@@ -93,8 +93,8 @@ def grant(window: Window, limits: GateLimits, worker: str, jobs: int, now: int) 
     """A lease of ``jobs`` to ``worker`` at ``now`` (µs), entered in the gate's ``window``:
     kept among its leases and its starts recorded (see the module's docstring)."""
     until = now + LENGTH
-    since = in_force_since(now)  # the leases that no longer count go, whoever held them
-    window.leases = [*(lease for lease in window.leases if lease[0] > since), (until, jobs, worker)]
+    drop(window, worker, now)  # and the leases that no longer count, whoever held them
+    window.leases.append((until, jobs, worker))
     if limits.rate is not None:
         window.record(until + RATE_MARGIN, jobs, limits.rate.period)
     else:  # a gate with no rate keeps one mark of its last lease, so that no sweep prunes it meanwhile

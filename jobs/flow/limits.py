@@ -18,7 +18,7 @@ limited by that key (as a payload without a dedupe field is not deduplicated).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,14 @@ MOST_CONCURRENT = 100_000
 def type_key(name: str) -> str:
     """The limit key of a type's own (keyless) limit."""
     return f"{TYPE_PREFIX}{name}"
+
+
+def split_type_keys(keys: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``keys`` as (the types' own keys, the per-key ones): an index of running keys holds
+    only the latter; a type's running jobs are counted from the running rows."""
+    return [key for key in keys if key.startswith(TYPE_PREFIX)], [
+        key for key in keys if not key.startswith(TYPE_PREFIX)
+    ]
 
 
 def queue_key(queue: str) -> str:
