@@ -279,11 +279,26 @@ _UNKEYED = "\n   AND concurrency_key IS NULL AND rate_key IS NULL"
 CLAIM_ONE_QUEUE_UNKEYED = CLAIM_ONE_QUEUE.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _UNKEYED)
 CLAIM_QUEUES_UNKEYED = CLAIM_QUEUES.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _UNKEYED)
 # And under a lease (``jobs.flow.leases``): the lease's type storing its keys, only before
-# its end. MARK_CLAIMED stamps the jobs' start a round trip later: the lease's starts are
-# recorded later than its end by a margin for that (``leases.RATE_MARGIN``).
+# its end. Leased jobs carry keys: read from the keyed indexes (``jobs_claim_keyed``, led by
+# ``flow_queue``, or ``jobs_claim_keyed_any``, led by ``flow_due``), as flow control's
+# candidates are, so the plain jobs of a mixed queue are not read past. MARK_CLAIMED stamps
+# the jobs' start a round trip later: the lease's starts are recorded later than its end by
+# a margin for that (``leases.RATE_MARGIN``).
 _LEASED = "\n   AND type = %s AND concurrency_key <=> %s AND rate_key <=> %s AND CURRENT_TIMESTAMP(6) < %s"
-CLAIM_ONE_QUEUE_LEASED = CLAIM_ONE_QUEUE.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _LEASED, 1)
-CLAIM_QUEUES_LEASED = CLAIM_QUEUES.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _LEASED, 1)
+CLAIM_ONE_QUEUE_LEASED = f"""
+SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_keyed)
+ WHERE flow_queue = %s AND run_at <= CURRENT_TIMESTAMP(6){_LEASED}
+ ORDER BY priority, run_at, id
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
+CLAIM_QUEUES_LEASED = f"""
+SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_keyed_any)
+ WHERE flow_due = 1 AND queue IN ({{queues}}) AND run_at <= CURRENT_TIMESTAMP(6){_LEASED}
+ ORDER BY priority, run_at, id
+ LIMIT %s
+   FOR UPDATE SKIP LOCKED
+"""
 MARK_CLAIMED = """
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %s,

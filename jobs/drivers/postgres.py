@@ -123,8 +123,12 @@ _WITH_ROWS = {
         WHERE c.type = ANY(%(row_types)s::text[])) AS t ON true""",
 }
 # A claim under a lease (``jobs.flow.leases``): the lease's type storing its keys, and only
-# before its end (by the statement's clock, which also stamps the jobs' start).
+# before its end (by the statement's clock, which also stamps the jobs' start). Leased jobs
+# carry keys, so it also names the keyed indexes' condition: PostgreSQL then reads
+# ``jobs_claim_keyed``/``_any`` (the queued keyed jobs alone) whatever its statistics say,
+# where an estimate of a type rare in them (or none yet) made it scan and sort the table.
 _LEASED = """
+           AND (concurrency_key IS NOT NULL OR rate_key IS NOT NULL)
            AND type = %(lease_type)s AND concurrency_key IS NOT DISTINCT FROM %(lease_concurrency_key)s::text
            AND rate_key IS NOT DISTINCT FROM %(lease_rate_key)s::text AND now() < %(lease_until)s::timestamptz"""
 _KEYS_CONDITIONS = {"": "", "unkeyed": _UNKEYED, "leased": _LEASED}

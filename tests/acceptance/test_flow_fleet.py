@@ -115,11 +115,13 @@ def test_rate_under_leases__workers_start_leased_jobs_without_the_gate_and_never
     start_worker,
 ):
     """Leases of up to four starts (``JOBS_FLOW_LEASE=4``) while a fourth of the window's
-    room allows them: recorded in the window when handed out, at the lease's end."""
+    room allows them: recorded in the window when handed out, at the lease's end. Which
+    worker leases is a race (once the window has filled, its room comes back a few starts
+    at a time, too little for a lease): the fleet leases, and every start counts."""
     fleet = _fleet(start_worker, env={"JOBS_FLOW_LEASE": "4", "LOG_LEVEL": "DEBUG"})
     ids = [store.enqueue("test.flow_leased", {}).pk for _ in range(300)]
     wait_finished(ids, timeout=60)
-    assert all("Leased 4 jobs of test.flow_leased" in worker.log() for worker in fleet)
+    assert any("Leased 4 jobs of test.flow_leased" in worker.log() for worker in fleet)
 
     starts = sorted(Job.objects.filter(pk__in=ids).values_list("started_at", flat=True))
     second = timedelta(seconds=1)
