@@ -350,7 +350,14 @@ def test_leased_claim__plan_reads_the_keyed_jobs_when_the_statistics_say_the_typ
         assert "filesort" not in text, text
         return
     statement = postgres.CLAIMS[len(queues) == 1, "leased", False]
-    params = {"worker": "w1", "queue": queues[0], "queues": queues, "limit": 2, **LEASED, "lease_until": until}
+    params = {
+        "worker": "w1",
+        "queue": queues[0],
+        "queues": queues,
+        "limit": 2,
+        **LEASED,
+        "lease_until": until,
+    }
     names: list[str] = []
     numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${_number(names, m.group(1))}", statement)
     kinds = {"queue": "text", "queues": "varchar[]", "limit": "int", "lease_until": "timestamptz"}
@@ -358,7 +365,9 @@ def test_leased_claim__plan_reads_the_keyed_jobs_when_the_statistics_say_the_typ
         cursor.execute("ANALYZE jobs_job")
         cursor.execute("EXPLAIN " + statement, params)
         plans = {"custom": "\n".join(row[0] for row in cursor.fetchall())}
-        cursor.execute(f"PREPARE leased ({', '.join(kinds.get(name, 'text') for name in names)}) AS {numbered}")
+        cursor.execute(
+            f"PREPARE leased ({', '.join(kinds.get(name, 'text') for name in names)}) AS {numbered}"
+        )
         cursor.execute("SET plan_cache_mode = force_generic_plan")
         try:
             cursor.execute(
