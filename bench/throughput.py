@@ -59,7 +59,18 @@ def main() -> None:
         "--atomic-jobs", type=int, default=5_000, help="jobs per drain run of the plain/atomic pairs"
     )
     parser.add_argument("--workers", type=int, default=2, help="runworker processes (one per core)")
-    parser.add_argument("--limit-jobs", type=int, default=5_000, help="jobs per drain run of the limits case")
+    parser.add_argument(
+        "--limit-jobs",
+        type=int,
+        default=5_000,
+        help="jobs per drain of the limits case's pair (limits / none)",
+    )
+    parser.add_argument(
+        "--rated-jobs",
+        type=int,
+        default=5_000,
+        help="jobs per drain of the limits case under a rate of 1,000/s",
+    )
     parser.add_argument("--only", action="append", choices=PARTS)
     parser.add_argument("--scale", action="store_true", help="also drain with 1M finished + 100k queued rows")
     parser.add_argument("--memory", action="store_true", help="also run 100,000 jobs through one worker")
@@ -194,9 +205,9 @@ def main() -> None:
             f"  declared / none: {statistics.median(declared) / statistics.median(plain):.2f}"
             f"  (load average {os.getloadavg()[0]:.2f})"
         )
-        rated = [engine.rated_drain(count, args.workers) for _ in range(args.runs)]
+        rated = [engine.rated_drain(args.rated_jobs, args.workers) for _ in range(args.runs)]
         print(
-            f"drain {count:,} no-ops at 1,000/s: held "
+            f"drain {args.rated_jobs:,} no-ops at 1,000/s: held "
             + summary([rate for rate, _ in rated], "starts/s")
             + f"; most in any second {max(most for _, most in rated):,}"
         )

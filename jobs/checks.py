@@ -6,8 +6,9 @@ The settings (every command runs these, ``runworker`` only these: ``WORKER_TAG``
 setting still under its old, unprefixed name (``platform.W003``).
 
 The jobs: queues with due jobs that no live worker serves (``platform.W001``), timers
-that missed their runs (``platform.W002``), and a session collation other than the engine's
-tables' (``platform.W004``, MariaDB). Tagged ``database``, so Django runs them only
+that missed their runs (``platform.W002``), a session collation other than the engine's
+tables' (``platform.W004``, MariaDB), and PostgreSQL's autovacuum off for them
+(``platform.W005``; ``runworker`` also says so when it starts). Tagged ``database``, so Django runs them only
 where a database is named: ``manage.py check --database default``, ``migrate`` (before it
 migrates), the test runner. They say nothing when the database cannot be reached or the
 engine's tables are not there yet (a fresh database during ``migrate``): other checks and
@@ -32,6 +33,7 @@ UNSERVED_QUEUE = "platform.W001"
 OVERDUE_TIMER = "platform.W002"
 RENAMED_SETTING = "platform.W003"
 COLLATION_MISMATCH = "platform.W004"
+AUTOVACUUM_OFF = "platform.W005"
 BAD_SETTING = "platform.E001"
 ASYNC_COMMIT_BEHIND_POOLER = "platform.E002"
 LISTEN_NOT_POSTGRESQL = "platform.E003"
@@ -93,6 +95,27 @@ def check_collation(app_configs: Any = None, databases: Any = None, **kwargs: An
 
 def _collation_mismatches() -> list[tuple[str, str]]:
     found = driver().session_mismatch()
+    return [found] if found else []
+
+
+#: What the autovacuum warning says, here and in a starting worker's log.
+UPKEEP_HINT = (
+    "Turn it on for jobs_job (or run VACUUM ANALYZE jobs_job every few minutes): without "
+    "vacuum the finished jobs' dead rows stay in the table and its indexes; without fresh "
+    "statistics PostgreSQL may plan a claim as a scan of the whole table."
+)
+
+
+@register(Tags.database)
+def check_autovacuum(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    return [
+        CheckWarning(f"PostgreSQL: {gap}.", hint=UPKEEP_HINT, obj="database", id=AUTOVACUUM_OFF)
+        for gap in _read(databases, _upkeep_gaps)
+    ]
+
+
+def _upkeep_gaps() -> list[str]:
+    found = driver().upkeep_off()
     return [found] if found else []
 
 

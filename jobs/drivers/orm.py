@@ -281,6 +281,9 @@ class OrmDriver:
     def session_mismatch(self) -> tuple[str, str] | None:
         return None
 
+    def upkeep_off(self) -> str | None:
+        return None
+
     # --- enqueue ---
 
     def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:

@@ -366,6 +366,13 @@ class Driver(Protocol):
         database has no such setting."""
         ...
 
+    def upkeep_off(self) -> str | None:
+        """What of the database's own upkeep the engine's tables go without, in words
+        (PostgreSQL's autovacuum, off for the server or for ``jobs_job``: the dead rows of
+        finished jobs stay, the statistics the claims are planned by go stale); None where
+        it runs, or where the database has none to turn off."""
+        ...
+
     # --- enqueue ---
 
     def insert_one(self, fields: Mapping[str, Any], payload_text: str) -> Job | None:

@@ -24,7 +24,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from jobs import registry, rollup, store, workers
+from jobs.checks import UPKEEP_HINT
 from jobs.conf import jobs_settings
+from jobs.drivers import driver
 from jobs.errors import InvalidTransition, UnknownJobType
 from jobs.store import ClaimedJob, Failure
 from jobs.timetable.ticker import ScheduleTicker
@@ -114,6 +116,7 @@ class Supervisor:
             ", burst" if self.options.burst else "",
             f"{self.listener.describe()}; {self.schedules.describe()}",
         )
+        self._warn_upkeep_off()
         rollup.buffer()  # the finished tries add up here and are written once a second
         try:
             self._loop()
@@ -127,6 +130,13 @@ class Supervisor:
             signal.set_wakeup_fd(-1)
         logger.info("Worker %s stopped.", self.name)
         return 0
+
+    def _warn_upkeep_off(self) -> None:
+        """Say so when the database's own upkeep of the engine's tables is off (``platform.W005``,
+        which only ``manage.py check --database default`` runs)."""
+        gap = self.db.call(driver().upkeep_off)
+        if gap:
+            logger.warning("PostgreSQL: %s. %s", gap, UPKEEP_HINT)
 
     def _install_signals(self) -> int:
         read_end, write_end = os.pipe()

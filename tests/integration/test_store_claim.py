@@ -262,17 +262,27 @@ def test_claim__mariadbs_index_columns_hold_a_value_only_in_the_state_their_inde
     assert _claim_ids("w1", ["default"], 5) == [later.pk]
 
 
+BACKLOGS = {
+    "per-key backlog": ("test.flow_key", lambda n: {"account": n % 50}),
+    # One key for every job (a type-wide limit): its generic estimate once said no row.
+    "type-wide backlog": ("test.noop_limited", lambda n: {}),
+}
+
+
+@pytest.mark.parametrize("backlog", list(BACKLOGS))
 @pytest.mark.parametrize(
     "queues", [["default"], ["default", "ai"]], ids=["one-queue lane", "several-queue lane"]
 )
-def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_wait(queues):
+def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_wait(queues, backlog):
     """5,000 queued jobs with limit keys: the flow-controlled claim's candidates of a lane
     (its keyed jobs, ``keyed_only``) come from the front of ``jobs_claim_keyed`` (one queue;
     PostgreSQL may also read the next one) or ``jobs_claim_keyed_any`` (several), in claim
     order: nothing is sorted, so the claim
     costs the same whatever the keyed backlog. On PostgreSQL the plan checked is the generic
-    one, which a claim's round uses."""
-    store.enqueue_many("test.flow_key", [{"account": n % 50} for n in range(5_000)])
+    one under a round's own settings (``postgres.ROUND_SETTINGS``), as a claim's round
+    runs it."""
+    type_name, payload = BACKLOGS[backlog]
+    store.enqueue_many(type_name, [payload(n) for n in range(5_000)])
     index = "jobs_claim_keyed" if len(queues) == 1 else "jobs_claim_keyed_any"
     if on_mariadb():
         one = len(queues) == 1
@@ -287,11 +297,9 @@ def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_
         assert table["key"] == index, text
         assert "filesort" not in text, text
         return
-    statement = postgres.FLOW_CANDIDATES[True, len(queues) == 1]
-    names: list[str] = []
-    numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${_number(names, m.group(1))}", statement)
     kinds = {"queue": "text", "queues": "varchar[]", "limit": "int", "full": "text[]", "waiting": "text[]"}
     values = {
+        "worker": "'w1'",
         "queue": "'default'",
         "queues": "ARRAY['default', 'ai']",
         "limit": "2",
@@ -300,18 +308,39 @@ def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_
     }
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE jobs_job")
-        cursor.execute(f"PREPARE candidates ({', '.join(kinds[name] for name in names)}) AS {numbered}")
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    for name, statement in {
+        "candidates": postgres.FLOW_CANDIDATES[True, len(queues) == 1],
+        "take": postgres.FLOW_TAKE[True, len(queues) == 1],  # the candidates, marked running at once
+    }.items():
+        plan = _round_plan(statement, kinds, values)
+        # Either keyed index serves one queue in claim order (the planner weighs them);
+        # several queues only the one across queues.
+        assert re.search(rf"Index Scan using ({index}|jobs_claim_keyed_any) on jobs_job", plan), (name, plan)
+        assert "Seq Scan on jobs_job" not in plan, (name, plan)
+        # The round's plans are priced high where a sort cannot be avoided (the take's of
+        # its few rows): never compiled for it (JIT once cost 200 ms a take).
+        assert "JIT" not in plan, (name, plan)
+        if name == "candidates":
+            assert "Sort" not in plan, plan
+
+
+def _round_plan(statement: str, kinds: dict[str, str], values: dict[str, str]) -> str:
+    """The generic plan of ``statement`` (a flow round's) under the round's settings."""
+    names: list[str] = []
+    numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${_number(names, m.group(1))}", statement)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"PREPARE round_statement ({', '.join(kinds.get(name, 'text') for name in names)}) AS {numbered}"
+        )
         try:
-            cursor.execute(f"EXPLAIN EXECUTE candidates ({', '.join(values[name] for name in names)})")
-            plan = "\n".join(row[0] for row in cursor.fetchall())
+            with transaction.atomic():  # the round's settings are its transaction's
+                cursor.execute(postgres.ROUND_SETTINGS_SQL)
+                cursor.execute(
+                    f"EXPLAIN EXECUTE round_statement ({', '.join(values[name] for name in names)})"
+                )
+                return "\n".join(row[0] for row in cursor.fetchall())
         finally:
-            cursor.execute("RESET plan_cache_mode")
-            cursor.execute("DEALLOCATE candidates")
-    # Either keyed index serves one queue in claim order (the planner weighs them); several
-    # queues only the one across queues.
-    assert re.search(rf"Index Scan using ({index}|jobs_claim_keyed_any) on jobs_job", plan), plan
-    assert "Sort" not in plan, plan
+            cursor.execute("DEALLOCATE round_statement")
 
 
 LEASED = {
