@@ -22,7 +22,9 @@ pytestmark = pytest.mark.django_db
 
 def _server_autovacuum_on() -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('autovacuum') = 'on' AND current_setting('track_counts') = 'on'")
+        cursor.execute(
+            "SELECT current_setting('autovacuum') = 'on' AND current_setting('track_counts') = 'on'"
+        )
         return cursor.fetchone()[0]
 
 
