@@ -27,6 +27,7 @@ from django.db.models.expressions import RawSQL
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import OrmDriver, try_row
 from jobs.drivers.protocol import (
+    KEYED_JOBS_NOTICE,
     PLAIN_JOBS_NOTICE,
     Batch,
     Candidate,
@@ -598,14 +599,19 @@ WITH counted AS (
 
 # Enqueue wakes idle workers: a statement-level trigger sends one NOTIFY per queue that
 # received due jobs, ``plain:<queue>`` when none of them has a limit key (a worker then
-# skips the claim of keyed jobs, a transaction of gates), else the queue's name. It reads
+# skips the claim of keyed jobs, a transaction of gates), ``keyed:<queue>`` when all of
+# them have one (it skips the plain claim, which would read past the keyed jobs waiting in
+# a mixed queue to find none), else the queue's name. It reads
 # only the statement's new rows (the transition table), so it needs no index and locks
 # nothing. PostgreSQL delivers the notice at commit, so a rolled-back enqueue wakes no one.
 CREATE_NOTIFY_TRIGGER = f"""
 CREATE OR REPLACE FUNCTION jobs_notify_enqueued() RETURNS trigger AS $$
 BEGIN
-    PERFORM pg_notify('{CHANNEL}', CASE WHEN keyed THEN queue ELSE '{PLAIN_JOBS_NOTICE}' || queue END)
-       FROM (SELECT queue, bool_or(concurrency_key IS NOT NULL OR rate_key IS NOT NULL) AS keyed
+    PERFORM pg_notify('{CHANNEL}', CASE WHEN NOT keyed THEN '{PLAIN_JOBS_NOTICE}' || queue
+                                        WHEN all_keyed THEN '{KEYED_JOBS_NOTICE}' || queue
+                                        ELSE queue END)
+       FROM (SELECT queue, bool_or(concurrency_key IS NOT NULL OR rate_key IS NOT NULL) AS keyed,
+                    bool_and(concurrency_key IS NOT NULL OR rate_key IS NOT NULL) AS all_keyed
                FROM new_jobs
               WHERE status = 'queued' AND run_at <= now()
               GROUP BY queue) AS due;

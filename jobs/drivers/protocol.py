@@ -28,6 +28,10 @@ if TYPE_CHECKING:  # the engine's package imports this before Django's apps are 
 #: name (``plain:default``): a worker takes them by the plain claim alone. A bare queue
 #: name may mean keyed jobs too (a driver that cannot tell sends that).
 PLAIN_JOBS_NOTICE = "plain:"
+#: The other way round (``keyed:default``): every new due job carries a limit key, so a
+#: worker tries the claim of keyed jobs alone (the plain claim of a mixed queue would read
+#: past every keyed job waiting in it to find none).
+KEYED_JOBS_NOTICE = "keyed:"
 
 
 #: ``ClaimedJob.try_fields``: priority, run_at, created_at, started_at (µs), tried.

@@ -34,7 +34,7 @@ from typing import NamedTuple
 from jobs import registry, store
 from jobs.conf import jobs_settings
 from jobs.drivers.orm import moment
-from jobs.drivers.protocol import PLAIN_JOBS_NOTICE, Leased
+from jobs.drivers.protocol import KEYED_JOBS_NOTICE, PLAIN_JOBS_NOTICE, Leased
 from jobs.flow import admission
 from jobs.flow.leases import Lease
 from jobs.flow.limits import TYPE_PREFIX
@@ -255,15 +255,17 @@ class FlowControl:
         for held in self.leases.values():
             held.dry = False
 
-    def jobs_due(self, queues: Iterable[str], *, keyed: bool = True) -> None:
-        """A notice of new due jobs in ``queues``: keyed ones among them, perhaps (unless the
-        notice said they are all plain: then a mixed queue's keyed claim is not tried)."""
+    def jobs_due(self, queues: Iterable[str], *, keyed: bool = True, plain: bool = True) -> None:
+        """A notice of new due jobs in ``queues``: keyed ones and plain ones among them,
+        perhaps (unless the notice said they are all plain, or all keyed: then a mixed
+        queue's claim of the other kind is not tried for them)."""
         queues = set(queues)
         if keyed:
             self.no_keyed.difference_update(queues)
             for held in self.leases.values():
                 held.dry = False
-        self.no_unkeyed.difference_update(queues)
+        if plain:
+            self.no_unkeyed.difference_update(queues)
 
     def expire_waits(self) -> None:
         """Rate windows whose time came: their keys and queues may be claimed again."""
@@ -278,16 +280,19 @@ class Notices(NamedTuple):
 
     due: set[str]  # new due jobs, keyed ones among them perhaps
     plain: set[str]  # new due jobs, none with a limit key
+    keyed: set[str]  # new due jobs, every one with a limit key
     freed: set[str]  # a slot of the queue's concurrency limits freed
 
 
 def read_notices(payloads: Iterable[str]) -> Notices:
-    notices = Notices(set(), set(), set())
+    notices = Notices(set(), set(), set(), set())
     for payload in payloads:
         if payload.startswith(FREED):
             notices.freed.add(payload[len(FREED) :])
         elif payload.startswith(PLAIN_JOBS_NOTICE):
             notices.plain.add(payload[len(PLAIN_JOBS_NOTICE) :])
+        elif payload.startswith(KEYED_JOBS_NOTICE):
+            notices.keyed.add(payload[len(KEYED_JOBS_NOTICE) :])
         else:
             notices.due.add(payload)
     return notices

@@ -461,9 +461,10 @@ class Supervisor:
         notices = read_notices(queues)
         self.flow.jobs_due(notices.due)
         self.flow.jobs_due(notices.plain, keyed=False)
+        self.flow.jobs_due(notices.keyed, plain=False)
         if notices.freed:
             self.flow.slots_freed(notices.freed)
-        woken = notices.due | notices.plain | notices.freed
+        woken = notices.due | notices.plain | notices.keyed | notices.freed
         for lane in self.lanes:
             lane.pending.update(woken.intersection(lane.queues))
 

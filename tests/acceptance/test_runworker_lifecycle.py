@@ -38,6 +38,17 @@ def test_notify__wakes_an_idle_worker_whose_next_poll_is_an_hour_away(start_work
         wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=60)
 
 
+@pytest.mark.postgres_only("LISTEN/NOTIFY; MariaDB's workers poll")
+def test_notify__a_notice_of_keyed_jobs_alone_wakes_an_idle_worker_for_them(start_worker):
+    """The enqueue of jobs that all carry limit keys notices ``keyed:<queue>``: the worker
+    wakes for it and claims them through flow control, its next poll an hour away."""
+    start_worker("--concurrency", "1", "--poll-interval", "3600", "--name", "keyed-listener")
+    wait_registered("keyed-listener")
+    wait_status(store.enqueue("test.record", {}).pk, Status.SUCCEEDED, timeout=60)  # in its loop
+    for _ in range(2):
+        wait_status(store.enqueue("test.flow_type", {}).pk, Status.SUCCEEDED, timeout=60)
+
+
 def test_poll__an_idle_worker_finds_new_work(start_worker):
     # MariaDB has no LISTEN/NOTIFY: idle workers poll. On PostgreSQL a worker behind a
     # transaction pooler without a direct listening connection polls the same way.

@@ -248,9 +248,16 @@ def test_enqueue__notifies_the_queue_at_commit_and_never_after_a_rollback():
         store.enqueue("test.noop", {}, run_at=timezone.now() + timedelta(hours=1))  # not due: no wake-up
         store.enqueue("test.ai", {})
         assert _received(listener, timeout=5) == ["plain:ai"]
-        # A job with a limit key (its type's concurrency): the queue's bare name, so the
-        # workers try the claim of keyed jobs too.
+        # Jobs with limit keys alone (their type's concurrency): ``keyed:``, so the workers
+        # try the claim of keyed jobs alone; with plain jobs beside them, the queue's bare
+        # name: both claims.
         store.enqueue("test.flow_type", {})
+        assert _received(listener, timeout=5) == ["keyed:default"]
+        store.enqueue_many("test.flow_type", [{}, {}])
+        assert _received(listener, timeout=5) == ["keyed:default"]
+        # One statement, one job with its key and one without (a payload without the key's
+        # field is not limited by it).
+        store.enqueue_many("test.flow_key", [{"account": 1}, {}])
         assert _received(listener, timeout=5) == ["default"]
     finally:
         listener.close()

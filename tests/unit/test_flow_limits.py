@@ -351,9 +351,14 @@ def test_split__a_queue_at_its_limit_is_left_out_until_a_slot_frees_or_its_windo
     assert flow.retry_at() is None
 
 
-def test_read_notices__tells_new_jobs_plain_new_jobs_and_freed_slots_apart():
-    notices = read_notices(["ai", "plain:default", "plain:mail", "freed:ai", "freed:default"])
-    assert (notices.due, notices.plain, notices.freed) == ({"ai"}, {"default", "mail"}, {"ai", "default"})
+def test_read_notices__tells_new_jobs_plain_new_jobs_keyed_new_jobs_and_freed_slots_apart():
+    notices = read_notices(["ai", "plain:default", "plain:mail", "keyed:sync", "freed:ai", "freed:default"])
+    assert (notices.due, notices.plain, notices.keyed, notices.freed) == (
+        {"ai"},
+        {"default", "mail"},
+        {"sync"},
+        {"ai", "default"},
+    )
 
 
 def test_jobs_due__a_plain_notice_leaves_a_mixed_queues_keyed_claim_out_and_a_bare_one_brings_it_back():
@@ -362,8 +367,19 @@ def test_jobs_due__a_plain_notice_leaves_a_mixed_queues_keyed_claim_out_and_a_ba
     flow.no_unkeyed |= {"default"}
     flow.jobs_due({"default"}, keyed=False)  # only plain jobs came: no keyed claim for them
     assert ("default" in flow.no_keyed, "default" in flow.no_unkeyed) == (True, False)
-    flow.jobs_due({"default"})  # keyed ones perhaps (a release, a retry, a keyed enqueue)
+    flow.jobs_due({"default"})  # keyed ones perhaps (a release, a retry, a mixed enqueue)
     assert "default" not in flow.no_keyed
+
+
+def test_jobs_due__a_keyed_notice_leaves_a_mixed_queues_plain_claim_out():
+    """Its plain claim would read past every keyed job waiting in the queue to find none."""
+    flow = FlowControl(1.0, clock=_Clock())
+    flow.no_keyed |= {"default"}
+    flow.no_unkeyed |= {"default"}
+    flow.jobs_due({"default"}, plain=False)  # only keyed jobs came
+    assert ("default" in flow.no_keyed, "default" in flow.no_unkeyed) == (False, True)
+    flow.polled()  # the poll tries both again
+    assert "default" not in flow.no_unkeyed
 
 
 def test_next_batch__a_job_held_to_a_concurrency_limit_goes_to_a_child_alone():
