@@ -8,6 +8,7 @@ or the queue's name again, as 0018 made it. A worker of an earlier release takes
 from django.db import migrations
 
 from jobs.drivers import postgres
+from jobs.migrations._mariadb import on_vendor
 
 # The trigger as 0018 made it, for going back.
 PREVIOUS_TRIGGER = f"""
@@ -24,16 +25,6 @@ $$ LANGUAGE plpgsql;
 """
 
 
-def keyed_notices(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(postgres.CREATE_NOTIFY_TRIGGER)
-
-
-def plain_notices(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(PREVIOUS_TRIGGER)
-
-
 class Migration(migrations.Migration):
     dependencies = [("platform", "0024_running_key_without_type_keys_on_mariadb")]
-    operations = [migrations.RunPython(keyed_notices, plain_notices)]
+    operations = [on_vendor("postgresql", [postgres.CREATE_NOTIFY_TRIGGER], [PREVIOUS_TRIGGER])]
