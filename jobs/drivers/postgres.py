@@ -903,12 +903,7 @@ class _FlowRound:
         if not self.open:
             return
         self.open = False
-        connection = self.driver.connection
-        if connection.connection is None or connection.connection.closed:
-            return  # the session, and its transaction, are gone
-        # A broken connection is the guard's to handle.
-        with contextlib.suppress(Exception), self.driver.cursor() as cursor:
-            cursor.execute("ROLLBACK")
+        self.driver.roll_back_quietly()
 
 
 def _lock_and_count(
@@ -1150,13 +1145,30 @@ class PostgresDriver(OrmDriver):
             "concurrency_keys": list(plan.concurrency_keys),
             "rate_keys": list(plan.rate_keys),
         }
-        *rows, (*_, fine) = self.execute_prepared(
-            FLOW_TAKE_SPARED[plan.keyed_only, len(plan.queues) == 1], params
-        )
+        # In a transaction of its own, for the round's settings: its generic plan would read
+        # the candidates as a round's did before them (a type-wide backlog: scanned, sorted).
+        statement = FLOW_TAKE_SPARED[plan.keyed_only, len(plan.queues) == 1]
+        try:
+            _, _, taken, _ = self.execute_pipelined(
+                [_BEGIN, (ROUND_SETTINGS_SQL, {}), (statement, params), _COMMIT]
+            )
+        except BaseException:
+            self.roll_back_quietly()
+            raise
+        *rows, (*_, fine) = taken or []
         if not fine:
             return None
         rows.sort(key=lambda row: row[7])  # claim order, as numbered by the statement
         return [ClaimedJob(*row[:7]) for row in rows]
+
+    def roll_back_quietly(self) -> None:
+        """End the session's open transaction, if the session is still there (a broken
+        connection is the guard's to handle)."""
+        connection = self.connection
+        if connection.connection is None or connection.connection.closed:
+            return  # the session, and its transaction, are gone
+        with contextlib.suppress(Exception), self.cursor() as cursor:
+            cursor.execute("ROLLBACK")
 
     @contextmanager
     def flow_transaction(self) -> Iterator[FlowTransaction]:

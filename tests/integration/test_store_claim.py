@@ -262,6 +262,10 @@ def test_claim__mariadbs_index_columns_hold_a_value_only_in_the_state_their_inde
     assert _claim_ids("w1", ["default"], 5) == [later.pk]
 
 
+#: The array parameters of ``FLOW_TAKE_SPARED`` beside the candidates' (their values do not
+#: change its plan).
+SPARED_ARRAYS = ("gates", "bases", "types", "concurrency_keys", "rate_keys")
+
 BACKLOGS = {
     "per-key backlog": ("test.flow_key", lambda n: {"account": n % 50}),
     # One key for every job (a type-wide limit): its generic estimate once said no row.
@@ -298,6 +302,7 @@ def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_
         assert "filesort" not in text, text
         return
     kinds = {"queue": "text", "queues": "varchar[]", "limit": "int", "full": "text[]", "waiting": "text[]"}
+    kinds |= {"periods": "int[]", **{name: "text[]" for name in SPARED_ARRAYS}}
     values = {
         "worker": "'w1'",
         "queue": "'default'",
@@ -305,12 +310,15 @@ def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_
         "limit": "2",
         "full": "'{}'",
         "waiting": "'{}'",
+        "periods": "ARRAY[1]",
+        **{name: f"ARRAY['type:{type_name}']" for name in SPARED_ARRAYS},
     }
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE jobs_job")
     for name, statement in {
         "candidates": postgres.FLOW_CANDIDATES[True, len(queues) == 1],
         "take": postgres.FLOW_TAKE[True, len(queues) == 1],  # the candidates, marked running at once
+        "spared": postgres.FLOW_TAKE_SPARED[True, len(queues) == 1],  # the same within the spares
     }.items():
         plan = _round_plan(statement, kinds, values)
         # Either keyed index serves one queue in claim order (the planner weighs them);
