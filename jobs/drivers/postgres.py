@@ -779,8 +779,9 @@ _BEGIN: tuple[str, Mapping[str, Any]] = ("BEGIN", {})
 # estimate is no row at all, for which PostgreSQL preferred scanning and sorting the table
 # (110 ms with 100,000 queued) to reading the keyed index from its front (0.2 ms). The
 # switches only price those plans out: a statement with no index to read, or whose rows
-# must be sorted, still scans or sorts. For the round's transaction only (SET LOCAL:
-# nothing of it outlives the round, nor reaches another client of a pooler).
+# must be sorted, still scans or sorts. For the round's transaction only (``set_config``
+# local to it, as SET LOCAL: nothing of it outlives the round, nor reaches another client
+# of a pooler).
 ROUND_SETTINGS = {
     "plan_cache_mode": "force_generic_plan",
     "enable_seqscan": "off",
