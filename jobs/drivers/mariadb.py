@@ -285,20 +285,24 @@ CLAIM_QUEUES_UNKEYED = CLAIM_QUEUES.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIM
 # the jobs' start a round trip later: the lease's starts are recorded later than its end by
 # a margin for that (``leases.RATE_MARGIN``).
 _LEASED = "\n   AND type = %s AND concurrency_key <=> %s AND rate_key <=> %s AND CURRENT_TIMESTAMP(6) < %s"
-CLAIM_ONE_QUEUE_LEASED = f"""
-SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_keyed)
- WHERE flow_queue = %s AND run_at <= CURRENT_TIMESTAMP(6){_LEASED}
+# The keyed jobs of one queue (``jobs_claim_keyed``) or of several (``jobs_claim_keyed_any``)
+# in claim order, locked: ``{columns}`` of them, under the conditions ``{more}``.
+_KEYED_ONE_QUEUE = """
+SELECT {columns} FROM jobs_job FORCE INDEX (jobs_claim_keyed)
+ WHERE flow_queue = %s AND run_at <= CURRENT_TIMESTAMP(6){more}
  ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
-CLAIM_QUEUES_LEASED = f"""
-SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_keyed_any)
- WHERE flow_due = 1 AND queue IN ({{queues}}) AND run_at <= CURRENT_TIMESTAMP(6){_LEASED}
+_KEYED_QUEUES = """
+SELECT {columns} FROM jobs_job FORCE INDEX (jobs_claim_keyed_any)
+ WHERE flow_due = 1 AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){more}
  ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
+CLAIM_ONE_QUEUE_LEASED = _KEYED_ONE_QUEUE.format(columns=_CLAIMED_COLUMNS, more=_LEASED)
+CLAIM_QUEUES_LEASED = _KEYED_QUEUES.format(columns=_CLAIMED_COLUMNS, more=_LEASED, queues="{queues}")
 MARK_CLAIMED = """
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %s,
@@ -384,20 +388,10 @@ SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (job
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
-FLOW_CANDIDATES_KEYED_ONE_QUEUE = """
-SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_keyed)
- WHERE flow_queue = %s AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY priority, run_at, id
- LIMIT %s
-   FOR UPDATE SKIP LOCKED
-"""
-FLOW_CANDIDATES_KEYED_QUEUES = """
-SELECT id, type, queue, concurrency_key, rate_key FROM jobs_job FORCE INDEX (jobs_claim_keyed_any)
- WHERE flow_due = 1 AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY priority, run_at, id
- LIMIT %s
-   FOR UPDATE SKIP LOCKED
-"""
+FLOW_CANDIDATES_KEYED_ONE_QUEUE = _KEYED_ONE_QUEUE.format(columns=_CANDIDATE_COLUMNS, more="{excluded}")
+FLOW_CANDIDATES_KEYED_QUEUES = _KEYED_QUEUES.format(
+    columns=_CANDIDATE_COLUMNS, more="{excluded}", queues="{queues}"
+)
 
 # Under the gates' locks: the database's clock (µs since the epoch; NOW(6) is this
 # statement's start, after the locks were granted) and the running jobs of each
