@@ -11,6 +11,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from jobs import registry
+from jobs.drivers import driver
 from jobs.models import Status
 
 
@@ -89,10 +90,10 @@ class StatusFilter(JobListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
         if value == Status.FAILED:
-            return queryset.filter(status=Status.FAILED, dismissed_at__isnull=True)
+            return queryset.filter(driver().of_status(Status.FAILED), dismissed_at__isnull=True)
         if value == DISMISSED:
-            return queryset.filter(status=Status.FAILED, dismissed_at__isnull=False)
-        return super().queryset(request, queryset)
+            return queryset.filter(driver().of_status(Status.FAILED), dismissed_at__isnull=False)
+        return queryset.filter(driver().of_status(value)) if value else queryset
 
 
 class QueueFilter(JobListFilter):

@@ -816,6 +816,9 @@ SELECT minute, measure, total,
             ),
         )
 
+    def of_status(self, status: str) -> Q:
+        return Q(status=status)
+
     def estimate_rows(self, status: str) -> int:
         return 0
 

@@ -579,6 +579,11 @@ class Driver(Protocol):
         """A filter matching the newest job of each key among these types."""
         ...
 
+    def of_status(self, status: str) -> Q:
+        """A filter matching the jobs in ``status``, in the form the database's indexes for
+        that status serve (the admin's lists and counts, the metrics)."""
+        ...
+
     def estimate_rows(self, status: str) -> int:
         """The planner's estimate of the jobs in ``status`` (0 where there is none)."""
         ...

@@ -810,6 +810,17 @@ def test_estimate_rows__is_a_count_estimate(drv):
 
 
 @conformance
+def test_of_status__matches_the_jobs_of_that_status_alone(drv):
+    """Every status, the rare ones too (on MariaDB their filter also names ``rare_status``,
+    which leads their indexes): the filter finds the jobs in it and no other."""
+    made = {status: _insert(drv).pk for status in Status.values}
+    for status, job_id in made.items():
+        _rows(drv).filter(pk=job_id).update(status=status)
+    for status, job_id in made.items():
+        assert list(_rows(drv).filter(drv.of_status(status)).values_list("pk", flat=True)) == [job_id], status
+
+
+@conformance
 def test_metrics_snapshot__runs_the_reads_inside_it(drv):
     _insert(drv)
     with drv.metrics_snapshot(5_000):
