@@ -23,7 +23,7 @@ from django.utils.dateparse import parse_datetime
 from jobs.context import JobContext
 from jobs.declare import job
 from jobs.drivers import driver
-from jobs.models import Job, Status
+from jobs.models import Job
 
 TYPE = "platform.bulk"
 BATCH = 1000
@@ -43,7 +43,7 @@ class Matching:
     failed_until: datetime | None = None
 
     def jobs(self) -> QuerySet[Job]:
-        rows = Job.objects.filter(driver().of_status(Status.FAILED), dismissed_at__isnull=True)
+        rows = Job.objects.filter(driver().failed(), dismissed_at__isnull=True)
         if self.queue:
             rows = rows.filter(queue=self.queue)
         if self.type:

@@ -184,7 +184,7 @@ def measure(now: datetime | None = None, *, failures: bool = True) -> Figures:
         # that id and plans the range with it.
         failed: dict[str, int] = {}
         if failures:
-            failed_jobs = Job.objects.filter(driver().of_status(Status.FAILED))
+            failed_jobs = Job.objects.filter(status=Status.FAILED)
             boundary = list(
                 failed_jobs.order_by("-id").values_list("id", flat=True)[FAILED_SCAN_LIMIT - 1 :][:1]
             )

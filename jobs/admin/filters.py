@@ -90,10 +90,10 @@ class StatusFilter(JobListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
         if value == Status.FAILED:
-            return queryset.filter(driver().of_status(Status.FAILED), dismissed_at__isnull=True)
+            return queryset.filter(driver().failed(), dismissed_at__isnull=True)
         if value == DISMISSED:
-            return queryset.filter(driver().of_status(Status.FAILED), dismissed_at__isnull=False)
-        return queryset.filter(driver().of_status(value)) if value else queryset
+            return queryset.filter(driver().failed(), dismissed_at__isnull=False)
+        return super().queryset(request, queryset)
 
 
 class QueueFilter(JobListFilter):

@@ -816,8 +816,8 @@ SELECT minute, measure, total,
             ),
         )
 
-    def of_status(self, status: str) -> Q:
-        return Q(status=status)
+    def failed(self) -> Q:
+        return Q(status=Status.FAILED)
 
     def estimate_rows(self, status: str) -> int:
         return 0

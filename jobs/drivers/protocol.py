@@ -579,9 +579,9 @@ class Driver(Protocol):
         """A filter matching the newest job of each key among these types."""
         ...
 
-    def of_status(self, status: str) -> Q:
-        """A filter matching the jobs in ``status``, in the form the database's indexes for
-        that status serve (the admin's lists and counts, the metrics)."""
+    def failed(self) -> Q:
+        """A filter matching the failed jobs, in the form the failed lists' indexes serve
+        (the admin's failed list, its tile and its bulk actions)."""
         ...
 
     def estimate_rows(self, status: str) -> int:
