@@ -229,23 +229,30 @@ STILL_INDEXES_SCHEMA_UNDO = (
     "ALTER TABLE jobs_job DROP COLUMN claim_ready, DROP COLUMN running_key",
 )
 
-# Migration 0026: the failed lists' indexes led by ``failed``, 1 while the job has failed and
-# NULL otherwise, instead of the status. Led by the status, each moved an entry at every
-# job's claim and again at its acknowledgement, for lists of the jobs that failed: four of
-# a successful job's ten index moves. ``jobs_rare_status`` (status, id) stays led by the
-# status: it serves every status's rows newest first (the admin's lists, the reaper, the
-# metrics' failures, the tiles' estimates). The failed lists' reads name the column
+# Migration 0026: of the indexes led by the status, which move an entry at every job's claim
+# and again at its acknowledgement, one is left. ``jobs_running`` becomes (status, id,
+# locked_by): the running rows for the heartbeat, the reaper (in id order) and the flow
+# counts, and every status's rows newest first for the admin's lists and the tiles' counts
+# and estimates. The failed lists' indexes and ``jobs_rare_status``, which ``jobs_running``
+# now stands in for, are led by ``failed``, 1 while the job has failed and NULL otherwise:
+# a job that succeeds never moves them. Ten index moves a successful job became four (the
+# claim indexes at its claim, ``jobs_running`` at its claim and its acknowledgement), and a
+# heartbeat no longer moves any. The failed lists' reads name the column
 # (``FAILED_LISTED``, ``MariaDBDriver.failed``), as MariaDB does not find an index on a
 # generated column from its expression.
 FAILED_SCHEMA = (
     """ALTER TABLE jobs_job ADD COLUMN failed tinyint
         GENERATED ALWAYS AS (IF(status = 'failed', 1, NULL)) STORED""",
     """ALTER TABLE jobs_job
+        DROP INDEX jobs_running, ADD INDEX jobs_running (status, id, locked_by),
+        DROP INDEX jobs_rare_status, ADD INDEX jobs_rare_status (failed, id),
         DROP INDEX jobs_failed_list, ADD INDEX jobs_failed_list (failed, dismissed_at, id),
         DROP INDEX jobs_failed_queue, ADD INDEX jobs_failed_queue (failed, queue, id)""",
 )
 FAILED_SCHEMA_UNDO = (
     """ALTER TABLE jobs_job
+        DROP INDEX jobs_running, ADD INDEX jobs_running (status, locked_by, heartbeat_at),
+        DROP INDEX jobs_rare_status, ADD INDEX jobs_rare_status (status, id),
         DROP INDEX jobs_failed_list, ADD INDEX jobs_failed_list (status, dismissed_at, id),
         DROP INDEX jobs_failed_queue, ADD INDEX jobs_failed_queue (status, queue, id)""",
     "ALTER TABLE jobs_job DROP COLUMN failed",
@@ -609,19 +616,17 @@ DEDUPE_LOCK_WAIT = 5
 # --- admin page ---
 
 # The admin's tile estimate for a status that holds more rows than the page counts: the
-# optimiser's row estimate for the status, from a dive into the index ``jobs_rare_status``
-# (status, id), named so that the estimate does not depend on the index the optimiser would
-# pick. EXPLAIN runs nothing and locks nothing.
-ESTIMATE_STATUS_ROWS = "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_rare_status) WHERE status = %s"
+# optimiser's row estimate for the status, from a dive into the index ``jobs_running``
+# (status, id, locked_by; migration 0026), named so that the estimate does not depend on the
+# index the optimiser would pick. EXPLAIN runs nothing and locks nothing.
+ESTIMATE_STATUS_ROWS = "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_running) WHERE status = %s"
 # InnoDB caps a range's estimate at half the table's rows, so the dive says "half the table"
 # for the status that fills most of it (succeeded; a million rows read as 495,000). That
 # status is then estimated as the table's rows (InnoDB's running count, which EXPLAIN gives
 # for a whole-index scan) less the rows of the other statuses (two ranges of the same index,
 # each under the cap).
-ESTIMATE_TABLE_ROWS = "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_rare_status)"
-ESTIMATE_OTHER_STATUS_ROWS = (
-    "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_rare_status) WHERE status <> %s"
-)
+ESTIMATE_TABLE_ROWS = "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_running)"
+ESTIMATE_OTHER_STATUS_ROWS = "EXPLAIN SELECT 1 FROM jobs_job FORCE INDEX (jobs_running) WHERE status <> %s"
 
 # --- metrics ---
 
