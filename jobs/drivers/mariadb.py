@@ -12,11 +12,11 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
@@ -290,17 +290,20 @@ SELECT @@collation_connection, TABLE_COLLATION FROM information_schema.TABLES
 # Under READ COMMITTED (the worker's isolation level) it locks only the rows it returns.
 # The same transaction then marks them running by primary key (MARK_CLAIMED) and commits:
 # the locks live for those two statements. The rows are locked when read, so the attempt
-# the UPDATE writes is the one read plus one.
+# the UPDATE writes is the one read plus one. Each row also gives its due time and the
+# statement's clock, which MARK_CLAIMED writes as its start: the worker keeps both for the
+# acknowledgement (``MariaDBDriver.complete_many``), which then need not read them back.
 _CLAIMED_COLUMNS = "id, type, payload, attempts, max_attempts, queue, step_id"
+_CLAIM_COLUMNS = f"{_CLAIMED_COLUMNS}, run_at, CURRENT_TIMESTAMP(6)"
 CLAIM_ONE_QUEUE = f"""
-SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim)
+SELECT {_CLAIM_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim)
  WHERE claim_ready = 1 AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
  ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
 CLAIM_QUEUES = f"""
-SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_any)
+SELECT {_CLAIM_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_any)
  WHERE claim_ready = 1 AND queue IN ({{queues}}) AND run_at <= CURRENT_TIMESTAMP(6)
  ORDER BY priority, run_at, id
  LIMIT %s
@@ -309,14 +312,15 @@ SELECT {_CLAIMED_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_any)
 # The same for a queue that also holds jobs with flow limits: only the jobs without limit
 # keys, passing over the keyed ones (claimed through flow control) as it reads the index.
 _UNKEYED = "\n   AND concurrency_key IS NULL AND rate_key IS NULL"
-CLAIM_ONE_QUEUE_UNKEYED = CLAIM_ONE_QUEUE.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _UNKEYED)
-CLAIM_QUEUES_UNKEYED = CLAIM_QUEUES.replace("CURRENT_TIMESTAMP(6)", "CURRENT_TIMESTAMP(6)" + _UNKEYED)
+_DUE = "run_at <= CURRENT_TIMESTAMP(6)"
+CLAIM_ONE_QUEUE_UNKEYED = CLAIM_ONE_QUEUE.replace(_DUE, _DUE + _UNKEYED)
+CLAIM_QUEUES_UNKEYED = CLAIM_QUEUES.replace(_DUE, _DUE + _UNKEYED)
 # And under a lease (``jobs.flow.leases``): the lease's type storing its keys, only before
 # its end. Leased jobs carry keys: read from the keyed indexes (``jobs_claim_keyed``, led by
 # ``flow_queue``, or ``jobs_claim_keyed_any``, led by ``flow_due``), as flow control's
 # candidates are, so the plain jobs of a mixed queue are not read past. MARK_CLAIMED stamps
-# the jobs' start a round trip later: the lease's starts are recorded later than its end by
-# a margin for that (``leases.RATE_MARGIN``).
+# the jobs' start with the clock this read checked the lease's end against: before the end,
+# which the lease's starts are recorded after (``leases.RATE_MARGIN``).
 _LEASED = "\n   AND type = %s AND concurrency_key <=> %s AND rate_key <=> %s AND CURRENT_TIMESTAMP(6) < %s"
 # The keyed jobs of one queue (``jobs_claim_keyed``) or of several (``jobs_claim_keyed_any``)
 # in claim order, locked: ``{columns}`` of them, under the conditions ``{more}``.
@@ -334,15 +338,19 @@ SELECT {columns} FROM jobs_job FORCE INDEX (jobs_claim_keyed_any)
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
-CLAIM_ONE_QUEUE_LEASED = _KEYED_ONE_QUEUE.format(columns=_CLAIMED_COLUMNS, more=_LEASED)
-CLAIM_QUEUES_LEASED = _KEYED_QUEUES.format(columns=_CLAIMED_COLUMNS, more=_LEASED, queues="{queues}")
+CLAIM_ONE_QUEUE_LEASED = _KEYED_ONE_QUEUE.format(columns=_CLAIM_COLUMNS, more=_LEASED)
+CLAIM_QUEUES_LEASED = _KEYED_QUEUES.format(columns=_CLAIM_COLUMNS, more=_LEASED, queues="{queues}")
 MARK_CLAIMED = """
 UPDATE jobs_job
    SET status = 'running', attempts = attempts + 1, locked_by = %s,
-       started_at = CURRENT_TIMESTAMP(6), heartbeat_at = CURRENT_TIMESTAMP(6),
+       started_at = %s, heartbeat_at = %s,
        finished_at = NULL, progress = NULL, progress_message = ''
  WHERE id IN ({ids})
 """
+#: How many claimed jobs a worker keeps the due time and start of, for their acknowledgement
+#: (``MariaDBDriver.complete_many``): a job that ends another way (a failure, a retry, the
+#: reaper) leaves its entry until the oldest are dropped; a job dropped is read back.
+CLAIMED_KEPT = 65_536
 
 # The acknowledgement, one fenced UPDATE in autocommit: the rows still running under this
 # worker at the attempt each was claimed for become succeeded; each row is locked only
@@ -373,10 +381,13 @@ def fenced(done: Sequence[tuple[int, int]]) -> tuple[str, list[Any]]:
     return fences, [value for attempt, ids in by_attempt.items() for value in (*ids, attempt)]
 
 
-# The jobs COMPLETE changed, read back (see above), always: with what the rollup of finished
-# tries needs of each (``jobs.rollup``), each one's queue, type, wait (due to started) and
-# run (started to finished) in seconds. One primary-key read a batch: the price of the
-# charts on MariaDB, which has no UPDATE … RETURNING.
+# The moment COMPLETE wrote, when every job applied and the worker kept each one's due time
+# and start from its claim: the rollup's times without reading the rows back.
+ACKNOWLEDGED_AT = "SELECT CAST(@jobs_acknowledged AS DATETIME(6))"
+# The jobs COMPLETE changed, read back (see above), when some did not apply or a claim's
+# times were not kept: with what the rollup of finished tries needs of each (``jobs.rollup``),
+# each one's queue, type, wait (due to started) and run (started to finished) in seconds.
+# One primary-key read a batch, MariaDB having no UPDATE … RETURNING.
 APPLIED_DONE = """
 SELECT id, queue, type,
        TIMESTAMPDIFF(MICROSECOND, run_at, started_at) / 1e6,
@@ -643,6 +654,10 @@ SWAP_STATEMENT_TIME = (
 RESTORE_STATEMENT_TIME = "SET @@SESSION.max_statement_time = @jobs_statement_time"
 
 
+def _seconds(span: timedelta) -> float:
+    return span.total_seconds()
+
+
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)  # a Decimal, from the division
 
@@ -663,6 +678,12 @@ CONFLICT_CODES = frozenset({1213, 1205})
 
 class MariaDBDriver(OrmDriver):
     vendor = "mysql"
+
+    def __init__(self, alias: str = DEFAULT_DB_ALIAS) -> None:
+        super().__init__(alias)
+        # The plain claim's jobs by id: queue, type, due time and start, for their
+        # acknowledgement (``complete_many``), at most ``CLAIMED_KEPT``.
+        self._claimed: dict[int, tuple[str, str, datetime, datetime]] = {}
 
     def is_conflict(self, error: BaseException) -> bool:
         return bool(error.args) and error.args[0] in CONFLICT_CODES
@@ -749,11 +770,21 @@ VALUES {values}
             if not rows:
                 return []
             ids = [row[0] for row in rows]
-            cursor.execute(MARK_CLAIMED.format(ids=placeholders(ids)), [worker, *ids])
-        return [
-            ClaimedJob(job_id, type_name, payload, attempts + 1, max_attempts, queue, step_id)
-            for job_id, type_name, payload, attempts, max_attempts, queue, step_id in rows
-        ]
+            started = rows[0][-1]  # the locking read's clock, the same in every row
+            cursor.execute(MARK_CLAIMED.format(ids=placeholders(ids)), [worker, started, started, *ids])
+        claimed = [ClaimedJob(*row[:7]) for row in rows]
+        self._remember(claimed, [due for *_, due, _ in rows], started)
+        return [job._replace(attempt=job.attempt + 1) for job in claimed]
+
+    def _remember(self, jobs: Sequence[ClaimedJob], due: Sequence[datetime], started: datetime) -> None:
+        """Keep what the acknowledgement of these claimed jobs needs, the oldest dropped
+        past ``CLAIMED_KEPT``."""
+        kept = self._claimed
+        for job, due_at in zip(jobs, due, strict=True):
+            kept.pop(job.id, None)  # (a job claimed again moves to the newest end)
+            kept[job.id] = (job.queue, job.type, due_at, started)
+        while len(kept) > CLAIMED_KEPT:
+            del kept[next(iter(kept))]
 
     def promote_due(self, limit: int) -> Promoted:
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
@@ -869,13 +900,24 @@ VALUES {values}
     ) -> list[Done]:
         if results is not None:
             return super().complete_many(worker, done, results)
-        # One statement whatever the batch's size; a second only when the fence dropped some.
+        # One statement, then the statement's moment, whatever the batch's size; the jobs
+        # read back only when the fence dropped some or the claim's times were not kept.
         ids = [job_id for job_id, _ in done]
         fences, params = fenced(done)
+        kept = [self._claimed.pop(job_id, None) for job_id in ids]
         with self.cursor() as cursor:
             cursor.execute(COMPLETE.format(fences=fences), [*params, worker])
-            if cursor.rowcount == 0:  # (and the variable still holds an earlier statement's moment)
+            applied = cursor.rowcount
+            if applied == 0:  # (and the variable still holds an earlier statement's moment)
                 return []
+            times = [job for job in kept if job is not None]
+            if applied == len(ids) == len(times):
+                cursor.execute(ACKNOWLEDGED_AT)
+                (finished,) = cursor.fetchone()
+                return [
+                    Done(job_id, queue, type_name, _seconds(started - due), _seconds(finished - started))
+                    for job_id, (queue, type_name, due, started) in zip(ids, times, strict=True)
+                ]
             # Which applied, with their times for the rollup: one read (see APPLIED_DONE).
             cursor.execute(APPLIED_DONE.format(ids=placeholders(ids)), [*ids, worker])
             return [

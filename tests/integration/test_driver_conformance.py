@@ -419,6 +419,24 @@ def test_complete_many__applies_only_to_jobs_still_running_under_the_worker_and_
 
 
 @conformance
+def test_complete_many__gives_each_jobs_times_as_its_row_holds_them(drv):
+    """Every job applied (on MariaDB the times then come from what the claim kept, not a
+    read of the rows): its wait is due to started, its run started to finished."""
+    first, second = _insert(drv).pk, _insert(drv).pk
+    drv.claim("w1", ["default"], 2)
+    applied = {job.id: job for job in drv.complete_many("w1", [(first, 1), (second, 1)], None)}
+    assert sorted(applied) == [first, second]
+    for row in _rows(drv).filter(pk__in=[first, second]):
+        assert applied[row.pk].waited == pytest.approx(
+            (row.started_at - row.run_at).total_seconds(), abs=1e-6
+        )
+        assert applied[row.pk].ran == pytest.approx(
+            (row.finished_at - row.started_at).total_seconds(), abs=1e-6
+        )
+        assert (applied[row.pk].queue, applied[row.pk].type) == (row.queue, row.type)
+
+
+@conformance
 def test_complete_many__stores_each_jobs_result(drv):
     first, second = _insert(drv).pk, _insert(drv).pk
     drv.claim("w1", ["default"], 2)
