@@ -16,7 +16,7 @@ from jobs import store
 from jobs.bulk import Matching
 from jobs.drivers import driver
 from jobs.models import Job, Status
-from tests.support.database import on_mariadb
+from tests.support.database import on_mariadb, plan_tables
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -44,16 +44,6 @@ def test_failed__is_set_only_while_the_job_has_failed():
     assert _failed(job.pk) == 1
     Job.objects.filter(pk=job.pk).update(status=Status.CANCELLED)
     assert _failed(job.pk) is None
-
-
-def _keys(plan: object) -> list[str]:
-    """The indexes a JSON plan reads, wherever it nests them."""
-    if isinstance(plan, dict):
-        own = [plan["key"]] if isinstance(plan.get("key"), str) else []
-        return own + [key for value in plan.values() for key in _keys(value)]
-    if isinstance(plan, list):
-        return [key for value in plan for key in _keys(value)]
-    return []
 
 
 def _plan(rows) -> str:
@@ -90,7 +80,7 @@ def test_the_lists_read_their_indexes_in_order():
     }
     for name, (rows, indexes) in reads.items():
         text = _plan(rows)
-        (index,) = _keys(json.loads(text))
+        (index,) = [table["key"] for table in plan_tables(json.loads(text))]
         assert index in indexes, (name, text)
         assert "filesort" not in text, (name, text)
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from jobs import store
 from jobs.drivers import mariadb, postgres
 from jobs.models import Job, Status
-from tests.support.database import on_mariadb, other_collation
+from tests.support.database import on_mariadb, other_collation, plan_tables
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -189,7 +189,7 @@ def _assert_mariadb_claim_plan(queues: list[str]) -> None:
         cursor.execute("EXPLAIN FORMAT=JSON " + statement, [*queues, 2])
         text = cursor.fetchone()[0]
     plan = json.loads(text)
-    (table,) = _tables(plan)
+    (table,) = plan_tables(plan)
     assert table["key"] == index, text
     assert table["access_type"] in ("ref", "range"), text
     assert table["rows"] < 1_000, text  # the five ready rows' entries, not 20,000 or 40,000
@@ -197,7 +197,7 @@ def _assert_mariadb_claim_plan(queues: list[str]) -> None:
 
 
 @pytest.mark.skipif(not on_mariadb(), reason="a MariaDB session's collation")
-def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collation_is_not_the_tables():
+def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collation_is_not_theplan_tables():
     """A session whose collation is not the tables' (a project's ``collation`` option other
     than the database's): a literal compared with a column then does not count as fixing
     it, and a claim whose ORDER BY named the columns its WHERE fixes sorted every ready row
@@ -297,7 +297,7 @@ def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_
             cursor.fetchall()
             cursor.execute("EXPLAIN FORMAT=JSON " + statement, [*queues, 2])
             text = cursor.fetchone()[0]
-        (table,) = _tables(json.loads(text))
+        (table,) = plan_tables(json.loads(text))
         assert table["key"] == index, text
         assert "filesort" not in text, text
         return
@@ -382,7 +382,7 @@ def test_leased_claim__plan_reads_the_keyed_jobs_when_the_statistics_say_the_typ
             cursor.fetchall()
             cursor.execute("EXPLAIN FORMAT=JSON " + statement, [*queues, *lease, 2])
             text = cursor.fetchone()[0]
-        (table,) = _tables(json.loads(text))
+        (table,) = plan_tables(json.loads(text))
         assert table["key"] == index, text
         assert "filesort" not in text, text
         return
@@ -426,13 +426,3 @@ def _number(names: list[str], name: str) -> int:
     if name not in names:
         names.append(name)
     return names.index(name) + 1
-
-
-def _tables(node: object) -> list[dict]:
-    """Every table access of an EXPLAIN FORMAT=JSON plan."""
-    if isinstance(node, dict):
-        found = [node["table"]] if isinstance(node.get("table"), dict) else []
-        return found + [table for value in node.values() for table in _tables(value)]
-    if isinstance(node, list):
-        return [table for value in node for table in _tables(value)]
-    return []

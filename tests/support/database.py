@@ -19,6 +19,16 @@ def on_mariadb() -> bool:
     return settings.DATABASES["default"]["ENGINE"].endswith("mysql")
 
 
+def plan_tables(node: object) -> list[dict]:
+    """MariaDB: every table access of an EXPLAIN FORMAT=JSON plan, wherever it nests them."""
+    if isinstance(node, dict):
+        found = [node["table"]] if isinstance(node.get("table"), dict) else []
+        return found + [table for value in node.values() for table in plan_tables(value)]
+    if isinstance(node, list):
+        return [table for value in node for table in plan_tables(value)]
+    return []
+
+
 @contextmanager
 def other_collation() -> Iterator[tuple[str, str]]:
     """MariaDB: Django's session compares text in another collation than its own (the
