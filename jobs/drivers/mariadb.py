@@ -348,9 +348,10 @@ UPDATE jobs_job
  WHERE id IN ({ids})
 """
 #: How many claimed jobs a worker keeps the due time and start of, for their acknowledgement
-#: (``MariaDBDriver.complete_many``): a job that ends another way (a failure, a retry, the
-#: reaper) leaves its entry until the oldest are dropped; a job dropped is read back.
-CLAIMED_KEPT = 65_536
+#: (``MariaDBDriver.complete_many``): more than a worker holds at once (its children and its
+#: prefetched jobs). A job that ends another way (a failure, a retry, a child's own
+#: acknowledgement) leaves its entry until the oldest are dropped; a job dropped is read back.
+CLAIMED_KEPT = 4_096
 
 # The acknowledgement, one fenced UPDATE in autocommit: the rows still running under this
 # worker at the attempt each was claimed for become succeeded; each row is locked only
@@ -898,13 +899,13 @@ VALUES {values}
     def complete_many(
         self, worker: str, done: Sequence[tuple[int, int]], results: Sequence[str] | None
     ) -> list[Done]:
+        kept = [self._claimed.pop(job_id, None) for job_id, _ in done]
         if results is not None:
             return super().complete_many(worker, done, results)
         # One statement, then the statement's moment, whatever the batch's size; the jobs
         # read back only when the fence dropped some or the claim's times were not kept.
         ids = [job_id for job_id, _ in done]
         fences, params = fenced(done)
-        kept = [self._claimed.pop(job_id, None) for job_id in ids]
         with self.cursor() as cursor:
             cursor.execute(COMPLETE.format(fences=fences), [*params, worker])
             applied = cursor.rowcount

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from jobs.drivers import mariadb
 from jobs.drivers.mariadb import APPLIED_DONE, MariaDBDriver
 from jobs.models import Job
 from tests.support.database import on_mariadb
@@ -54,4 +55,20 @@ def test_a_fenced_job_or_a_claim_not_kept__the_applied_ones_read_back():
         done = another.complete_many("w1", [(ids[2], 1)], None)
     assert [job.id for job in done] == [ids[2]]
     assert done[0].waited is not None and done[0].ran is not None
+    assert _read_back(statements)
+
+
+def test_the_claims_kept_are_bounded(monkeypatch):
+    """A worker keeps the times of its newest ``CLAIMED_KEPT`` claimed jobs: a job claimed
+    before those is read back."""
+    monkeypatch.setattr(mariadb, "CLAIMED_KEPT", 2)
+    drv = MariaDBDriver()
+    ids = _queued(3)
+    for _ in ids:
+        drv.claim("w1", ["default"], 1)
+    with CaptureQueriesContext(connection) as statements:
+        drv.complete_many("w1", [(ids[1], 1), (ids[2], 1)], None)
+    assert not _read_back(statements)
+    with CaptureQueriesContext(connection) as statements:
+        assert [job.id for job in drv.complete_many("w1", [(ids[0], 1)], None)] == [ids[0]]
     assert _read_back(statements)
