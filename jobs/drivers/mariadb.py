@@ -12,7 +12,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -655,10 +655,6 @@ SWAP_STATEMENT_TIME = (
 RESTORE_STATEMENT_TIME = "SET @@SESSION.max_statement_time = @jobs_statement_time"
 
 
-def _seconds(span: timedelta) -> float:
-    return span.total_seconds()
-
-
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)  # a Decimal, from the division
 
@@ -916,7 +912,13 @@ VALUES {values}
                 cursor.execute(ACKNOWLEDGED_AT)
                 (finished,) = cursor.fetchone()
                 return [
-                    Done(job_id, queue, type_name, _seconds(started - due), _seconds(finished - started))
+                    Done(
+                        job_id,
+                        queue,
+                        type_name,
+                        (started - due).total_seconds(),
+                        (finished - started).total_seconds(),
+                    )
                     for job_id, (queue, type_name, due, started) in zip(ids, times, strict=True)
                 ]
             # Which applied, with their times for the rollup: one read (see APPLIED_DONE).
