@@ -266,6 +266,42 @@ def test_claim__unkeyed_passes_over_jobs_with_limit_keys(drv):
 
 
 @conformance
+@pytest.mark.parametrize("queues", [["default"], ["default", "mail"]])
+def test_flow_candidates__of_a_queue_with_limits_of_its_own_are_its_jobs_of_both_kinds_in_claim_order(
+    drv, queues
+):
+    """A queue with limits of its own: its jobs with limit keys and without, in one claim
+    order (on MariaDB, two reads merged), up to the limit, the keys at their limit left out."""
+    last = _insert(drv, priority=9)
+    keyed = _insert(drv, concurrency_key="k:1", priority=1, queue=queues[-1])
+    plain = _insert(drv, priority=2)
+    rated = _insert(drv, rate_key="r:1", priority=3)
+    _insert(drv, concurrency_key="k:full", priority=0)
+    with transaction.atomic(using=drv.alias):
+        found = drv.flow_candidates(queues, 3, ["k:full"], [])
+    assert [candidate.id for candidate in found] == [keyed.pk, plain.pk, rated.pk]
+    assert (found[0].concurrency_key, found[2].rate_key) == ("k:1", "r:1")
+    with transaction.atomic(using=drv.alias):
+        assert [candidate.id for candidate in drv.flow_candidates(queues, 10, [], [])][-1] == last.pk
+
+
+@conformance
+@pytest.mark.parametrize("queues", [["default"], ["default", "mail"]])
+def test_claim__plain_takes_the_keyed_jobs_too(drv, queues):
+    """A queue whose types have no limits in this worker's code (the plain claim) takes the
+    jobs that carry limit keys too (enqueued under limits a type no longer has, or that a
+    newer release declares), within the claim's limit; on MariaDB, which keeps them in
+    indexes of their own, after the plain ones."""
+    keyed = _insert(drv, concurrency_key="k:1")
+    rated = _insert(drv, rate_key="r:1", queue=queues[-1])
+    plain = _insert(drv)
+    first = [job.id for job in drv.claim("w", queues, 2)]
+    rest = [job.id for job in drv.claim("w", queues, 10)]
+    assert len(first) == 2 and len(rest) == 1
+    assert {*first, *rest} == {keyed.pk, rated.pk, plain.pk}
+
+
+@conformance
 def test_claim__leased_takes_only_the_leased_type_storing_its_keys_and_none_after_the_end(drv):
     leased = _insert(drv, type="t", concurrency_key="type:t", rate_key="type:t")
     _insert(drv, type="t", concurrency_key="k:1", rate_key="type:t")  # other keys: counted instead

@@ -197,7 +197,7 @@ def _assert_mariadb_claim_plan(queues: list[str]) -> None:
 
 
 @pytest.mark.skipif(not on_mariadb(), reason="a MariaDB session's collation")
-def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collation_is_not_theplan_tables():
+def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collation_is_not_the_tables():
     """A session whose collation is not the tables' (a project's ``collation`` option other
     than the database's): a literal compared with a column then does not count as fixing
     it, and a claim whose ORDER BY named the columns its WHERE fixes sorted every ready row
@@ -206,13 +206,19 @@ def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collati
     _finished_and_later_jobs(2_000)
     store.enqueue_many("test.noop", [{} for _ in range(50)])
     several = "%s, %s"
+    candidates = {"columns": "id", "excluded": ""}
     reads = {
         "claim, one queue": (mariadb.CLAIM_ONE_QUEUE, ["default", 2]),
         "claim, several": (mariadb.CLAIM_QUEUES.format(queues=several), ["default", "ai", 2]),
-        "flow, one queue": (mariadb.FLOW_CANDIDATES_ONE_QUEUE.format(excluded=""), ["default", 2]),
+        # A queue with limits of its own: each of the two reads its candidates are merged from.
+        "flow, one queue": (mariadb.FLOW_CANDIDATES_PLAIN_ONE_QUEUE.format(**candidates), ["default", 2]),
         "flow, several": (
-            mariadb.FLOW_CANDIDATES_QUEUES.format(queues=several, excluded=""),
+            mariadb.FLOW_CANDIDATES_PLAIN_QUEUES.format(queues=several, **candidates),
             ["default", "ai", 2],
+        ),
+        "flow keyed, one queue": mariadb.flow_candidates_statement(["default"], 2, [], [], keyed_only=True),
+        "flow keyed, several": mariadb.flow_candidates_statement(
+            ["default", "ai"], 2, [], [], keyed_only=True
         ),
     }
     with connection.cursor() as cursor:
@@ -237,15 +243,15 @@ def _generated(job_id: int) -> tuple[int | None, str | None]:
     not on_mariadb(), reason="MariaDB's generated columns that lead its claim and running-key indexes"
 )
 def test_claim__mariadbs_index_columns_hold_a_value_only_in_the_state_their_index_serves():
-    """``claim_ready`` is 1 only while a job is queued and due, ``running_key`` its
-    concurrency key only while it runs, and only a per-key one (a type-wide key's running
-    jobs are counted from the running rows): the claim indexes and ``jobs_running_key``
-    find exactly those jobs, and an acknowledgement leaves both NULL (their entries stay
-    put)."""
+    """``claim_ready`` is 1 only while a job without limit keys is queued and due (a keyed
+    job is in the keyed indexes alone), ``running_key`` its concurrency key only while it
+    runs, and only a per-key one (a type-wide key's running jobs are counted from the
+    running rows): the claim indexes and ``jobs_running_key`` find exactly those jobs, and
+    an acknowledgement leaves both NULL (their entries stay put)."""
     later = store.enqueue("test.noop", {}, run_at=timezone.now() + timedelta(hours=1))
     keyed = store.enqueue("test.flow_key", {"account": "a"})
     assert _generated(later.pk) == (None, None)  # due later: not in the claim's range
-    assert _generated(keyed.pk) == (1, None)
+    assert _generated(keyed.pk) == (None, None)  # keyed: jobs_claim_keyed's, not the plain claim's
 
     claimed = store.claim_job("w1", keyed.pk)
     assert claimed is not None
@@ -289,13 +295,11 @@ def test_flow_candidates__plan_reads_the_keyed_jobs_in_claim_order_however_many_
     store.enqueue_many(type_name, [payload(n) for n in range(5_000)])
     index = "jobs_claim_keyed" if len(queues) == 1 else "jobs_claim_keyed_any"
     if on_mariadb():
-        one = len(queues) == 1
-        template = mariadb.FLOW_CANDIDATES_KEYED_ONE_QUEUE if one else mariadb.FLOW_CANDIDATES_KEYED_QUEUES
-        statement = template.format(queues=", ".join(["%s"] * len(queues)), excluded="")
+        statement, params = mariadb.flow_candidates_statement(queues, 2, [], [], keyed_only=True)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE TABLE jobs_job")
             cursor.fetchall()
-            cursor.execute("EXPLAIN FORMAT=JSON " + statement, [*queues, 2])
+            cursor.execute("EXPLAIN FORMAT=JSON " + statement, params)
             text = cursor.fetchone()[0]
         (table,) = plan_tables(json.loads(text))
         assert table["key"] == index, text
