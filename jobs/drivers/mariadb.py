@@ -314,20 +314,24 @@ SELECT @@collation_connection, TABLE_COLLATION FROM information_schema.TABLES
 # acknowledgement (``MariaDBDriver.complete_many``), which then need not read them back.
 _CLAIMED_COLUMNS = "id, type, payload, attempts, max_attempts, queue, step_id"
 _CLAIM_COLUMNS = f"{_CLAIMED_COLUMNS}, run_at, CURRENT_TIMESTAMP(6)"
-CLAIM_ONE_QUEUE = f"""
-SELECT {_CLAIM_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim)
- WHERE claim_ready = 1 AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6)
+# The plain jobs of one queue (``jobs_claim``) or of several (``jobs_claim_any``) in claim
+# order, locked: ``{columns}`` of them, under the conditions ``{more}``.
+_PLAIN_ONE_QUEUE = """
+SELECT {columns} FROM jobs_job FORCE INDEX (jobs_claim)
+ WHERE claim_ready = 1 AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6){more}
  ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
-CLAIM_QUEUES = f"""
-SELECT {_CLAIM_COLUMNS} FROM jobs_job FORCE INDEX (jobs_claim_any)
- WHERE claim_ready = 1 AND queue IN ({{queues}}) AND run_at <= CURRENT_TIMESTAMP(6)
+_PLAIN_QUEUES = """
+SELECT {columns} FROM jobs_job FORCE INDEX (jobs_claim_any)
+ WHERE claim_ready = 1 AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){more}
  ORDER BY priority, run_at, id
  LIMIT %s
    FOR UPDATE SKIP LOCKED
 """
+CLAIM_ONE_QUEUE = _PLAIN_ONE_QUEUE.format(columns=_CLAIM_COLUMNS, more="")
+CLAIM_QUEUES = _PLAIN_QUEUES.format(columns=_CLAIM_COLUMNS, more="", queues="{queues}")
 # These read only the jobs without limit keys (``claim_ready``, migration 0027), as the claim
 # of a queue that also holds jobs with flow limits must; a queue whose types have none takes
 # the keyed jobs there too, after these (``CLAIM_*_STRAYS``, below).
@@ -464,27 +468,14 @@ UNION ALL
  ORDER BY priority, run_at, id
  LIMIT %s
 """
-FLOW_CANDIDATES_PLAIN_ONE_QUEUE = """
-SELECT {columns}, priority, run_at FROM jobs_job FORCE INDEX (jobs_claim)
- WHERE claim_ready = 1 AND queue = %s AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY priority, run_at, id
- LIMIT %s
-   FOR UPDATE SKIP LOCKED"""
-FLOW_CANDIDATES_PLAIN_QUEUES = """
-SELECT {columns}, priority, run_at FROM jobs_job FORCE INDEX (jobs_claim_any)
- WHERE claim_ready = 1 AND queue IN ({queues}) AND run_at <= CURRENT_TIMESTAMP(6){excluded}
- ORDER BY priority, run_at, id
- LIMIT %s
-   FOR UPDATE SKIP LOCKED"""
+_MERGED_PART = {"columns": "{columns}, priority, run_at", "more": "{excluded}", "queues": "{queues}"}
+FLOW_CANDIDATES_PLAIN_ONE_QUEUE = _PLAIN_ONE_QUEUE.format(**_MERGED_PART).strip()
+FLOW_CANDIDATES_PLAIN_QUEUES = _PLAIN_QUEUES.format(**_MERGED_PART).strip()
 FLOW_CANDIDATES_ONE_QUEUE = _MERGED.format(
-    plain=FLOW_CANDIDATES_PLAIN_ONE_QUEUE,
-    keyed=_KEYED_ONE_QUEUE.format(columns="{columns}, priority, run_at", more="{excluded}").strip(),
+    plain=FLOW_CANDIDATES_PLAIN_ONE_QUEUE, keyed=_KEYED_ONE_QUEUE.format(**_MERGED_PART).strip()
 )
 FLOW_CANDIDATES_QUEUES = _MERGED.format(
-    plain=FLOW_CANDIDATES_PLAIN_QUEUES,
-    keyed=_KEYED_QUEUES.format(
-        columns="{columns}, priority, run_at", more="{excluded}", queues="{queues}"
-    ).strip(),
+    plain=FLOW_CANDIDATES_PLAIN_QUEUES, keyed=_KEYED_QUEUES.format(**_MERGED_PART).strip()
 )
 FLOW_CANDIDATES_KEYED_ONE_QUEUE = _KEYED_ONE_QUEUE.format(columns="{columns}", more="{excluded}")
 FLOW_CANDIDATES_KEYED_QUEUES = _KEYED_QUEUES.format(columns="{columns}", more="{excluded}", queues="{queues}")
