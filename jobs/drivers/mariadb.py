@@ -35,6 +35,7 @@ from jobs.drivers.protocol import (
     SparedPlan,
     StepRow,
 )
+from jobs.drivers.read_positions import Position, ReadPositions
 from jobs.flow import spare
 from jobs.flow.limits import TYPE_PREFIX, split_type_keys
 from jobs.flow.rates import with_pending
@@ -311,9 +312,10 @@ SELECT @@collation_connection, TABLE_COLLATION FROM information_schema.TABLES
 # the locks live for those two statements. The rows are locked when read, so the attempt
 # the UPDATE writes is the one read plus one. Each row also gives its due time and the
 # statement's clock, which MARK_CLAIMED writes as its start: the worker keeps both for the
-# acknowledgement (``MariaDBDriver.complete_many``), which then need not read them back.
+# acknowledgement (``MariaDBDriver.complete_many``), which then need not read them back. Its
+# priority with its due time and id place it in claim order (``read_positions``).
 _CLAIMED_COLUMNS = "id, type, payload, attempts, max_attempts, queue, step_id"
-_CLAIM_COLUMNS = f"{_CLAIMED_COLUMNS}, run_at, CURRENT_TIMESTAMP(6)"
+_CLAIM_COLUMNS = f"{_CLAIMED_COLUMNS}, priority, run_at, CURRENT_TIMESTAMP(6)"
 # The plain jobs of one queue (``jobs_claim``) or of several (``jobs_claim_any``) in claim
 # order, locked: ``{columns}`` of them, under the conditions ``{more}``.
 _PLAIN_ONE_QUEUE = """
@@ -332,6 +334,17 @@ SELECT {columns} FROM jobs_job FORCE INDEX (jobs_claim_any)
 """
 CLAIM_ONE_QUEUE = _PLAIN_ONE_QUEUE.format(columns=_CLAIM_COLUMNS, more="")
 CLAIM_QUEUES = _PLAIN_QUEUES.format(columns=_CLAIM_COLUMNS, more="", queues="{queues}")
+# The same read on from where this worker's last claim of the queues stopped (``_AFTER``),
+# while that position is fresh: the entries before it that purge has not yet removed are
+# not stepped over again (``jobs.drivers.read_positions``). When it comes back short, the
+# jobs up to the position (``_UP_TO``) are read in the same transaction, so a short claim
+# still means that nothing more is due.
+_AFTER = "\n   AND (priority > %s OR (priority = %s AND (run_at > %s OR (run_at = %s AND id > %s))))"
+_UP_TO = "\n   AND (priority < %s OR (priority = %s AND (run_at < %s OR (run_at = %s AND id <= %s))))"
+CLAIM_ONE_QUEUE_AFTER = _PLAIN_ONE_QUEUE.format(columns=_CLAIM_COLUMNS, more=_AFTER)
+CLAIM_QUEUES_AFTER = _PLAIN_QUEUES.format(columns=_CLAIM_COLUMNS, more=_AFTER, queues="{queues}")
+CLAIM_ONE_QUEUE_UP_TO = _PLAIN_ONE_QUEUE.format(columns=_CLAIM_COLUMNS, more=_UP_TO)
+CLAIM_QUEUES_UP_TO = _PLAIN_QUEUES.format(columns=_CLAIM_COLUMNS, more=_UP_TO, queues="{queues}")
 # These read only the jobs without limit keys (``claim_ready``, migration 0027), as the claim
 # of a queue that also holds jobs with flow limits must; a queue whose types have none takes
 # the keyed jobs there too, after these (``CLAIM_*_STRAYS``, below).
@@ -395,6 +408,18 @@ UPDATE jobs_job
  WHERE ({fences}) AND status = 'running' AND locked_by = %s
 """
 _FENCE = "(id IN ({ids}) AND attempts = %s)"
+
+
+def _locked(
+    cursor: Any, one: str, many: str, queues: Sequence[str], params: Sequence[Any], limit: int
+) -> list[tuple[Any, ...]]:
+    """The rows of a claim's locking read: statement ``one`` for one queue, ``many`` (its
+    ``{queues}`` filled in) for several; ``params`` between the queues and the limit."""
+    if len(queues) == 1:
+        cursor.execute(one, [queues[0], *params, limit])
+    else:
+        cursor.execute(many.format(queues=placeholders(queues)), [*queues, *params, limit])
+    return list(cursor.fetchall())
 
 
 def fenced(done: Sequence[tuple[int, int]]) -> tuple[str, list[Any]]:
@@ -708,6 +733,8 @@ class MariaDBDriver(OrmDriver):
         # The plain claim's jobs by id: queue, type, due time and start, for their
         # acknowledgement (``complete_many``), at most ``CLAIMED_KEPT``.
         self._claimed: dict[int, tuple[str, str, datetime, datetime]] = {}
+        # Where its plain claims stopped, to read on from (``read_positions``).
+        self._positions = ReadPositions()
 
     def is_conflict(self, error: BaseException) -> bool:
         return bool(error.args) and error.args[0] in CONFLICT_CODES
@@ -776,28 +803,20 @@ VALUES {values}
         with_rows: Sequence[str] = (),  # their tries read their rows (``task_try_rows``)
         leased: Leased | None = None,
     ) -> list[ClaimedJob]:
-        one, many = CLAIM_ONE_QUEUE, CLAIM_QUEUES  # the plain jobs alone (claim_ready, 0027)
-        strays = not unkeyed and leased is None  # then the keyed ones too, after them
-        lease: list[Any] = []
-        if leased is not None:
-            one, many = CLAIM_ONE_QUEUE_LEASED, CLAIM_QUEUES_LEASED
-            until = leased.until.astimezone(UTC).replace(tzinfo=None)  # the columns hold UTC without a zone
-            lease = [leased.type, leased.concurrency_key, leased.rate_key, until]
         # Two statements in one short transaction: the locking read, the UPDATE.
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
-            if len(queues) == 1:
-                cursor.execute(one, [queues[0], *lease, limit])
+            if leased is not None:
+                until = leased.until.astimezone(UTC).replace(
+                    tzinfo=None
+                )  # the columns hold UTC without a zone
+                lease = [leased.type, leased.concurrency_key, leased.rate_key, until]
+                rows = _locked(cursor, CLAIM_ONE_QUEUE_LEASED, CLAIM_QUEUES_LEASED, queues, lease, limit)
             else:
-                cursor.execute(many.format(queues=placeholders(queues)), [*queues, *lease, limit])
-            rows = list(cursor.fetchall())
-            if strays and len(rows) < limit:
-                if len(queues) == 1:
-                    cursor.execute(CLAIM_ONE_QUEUE_STRAYS, [queues[0], limit - len(rows)])
-                else:
-                    cursor.execute(
-                        CLAIM_QUEUES_STRAYS.format(queues=placeholders(queues)), [*queues, limit - len(rows)]
+                rows = self._read_plain(cursor, queues, limit)
+                if not unkeyed and len(rows) < limit:  # then the keyed ones too, after them
+                    rows += _locked(
+                        cursor, CLAIM_ONE_QUEUE_STRAYS, CLAIM_QUEUES_STRAYS, queues, [], limit - len(rows)
                     )
-                rows += cursor.fetchall()
             if not rows:
                 return []
             ids = [row[0] for row in rows]
@@ -806,6 +825,31 @@ VALUES {values}
         claimed = [ClaimedJob(*row[:7]) for row in rows]
         self._remember(claimed, [due for *_, due, _ in rows], started)
         return [job._replace(attempt=job.attempt + 1) for job in claimed]
+
+    def _read_plain(self, cursor: Any, queues: Sequence[str], limit: int) -> list[tuple[Any, ...]]:
+        """The plain jobs' locking read (``claim_ready``, 0027): on from where this worker's
+        last claim of ``queues`` stopped while that position is fresh, then the jobs up to it
+        if that came back short; from the head otherwise. Keeps where it stopped."""
+        position = self._positions.position(queues)
+        from_head = position is None
+        if position is None:
+            rows = _locked(cursor, CLAIM_ONE_QUEUE, CLAIM_QUEUES, queues, [], limit)
+        else:
+            rows = _locked(
+                cursor, CLAIM_ONE_QUEUE_AFTER, CLAIM_QUEUES_AFTER, queues, position.params(), limit
+            )
+            from_head = len(rows) < limit
+            if from_head:  # the jobs ahead of the position too, before the ones after it
+                ahead = limit - len(rows)
+                rows = (
+                    _locked(
+                        cursor, CLAIM_ONE_QUEUE_UP_TO, CLAIM_QUEUES_UP_TO, queues, position.params(), ahead
+                    )
+                    + rows
+                )
+        last = max((Position(row[7], row[8], row[0]) for row in rows), default=None)
+        self._positions.claimed(queues, last if len(rows) >= limit else None, from_head=from_head)
+        return rows
 
     def _remember(self, jobs: Sequence[ClaimedJob], due: Sequence[datetime], started: datetime) -> None:
         """Keep what the acknowledgement of these claimed jobs needs, the oldest dropped

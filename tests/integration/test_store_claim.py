@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from jobs import store
 from jobs.drivers import mariadb, postgres
+from jobs.drivers.read_positions import Position
 from jobs.models import Job, Status
 from tests.support.database import on_mariadb, other_collation, plan_tables
 
@@ -173,27 +174,30 @@ def test_claim__plan_reads_the_claim_index_with_many_finished_jobs_and_jobs_due_
 
 
 def _assert_mariadb_claim_plan(queues: list[str]) -> None:
-    """MariaDB's plan of the claim's locking read: the claim index (led by ``claim_ready``), read in the
-    claim's order (no filesort), with the ready rows' estimate, not the table's nor the
-    jobs due later's."""
+    """MariaDB's plan of the claim's locking read, from the head and on from a worker's last
+    position: the claim index (led by ``claim_ready``), read in the claim's order (no
+    filesort), with the ready rows' estimate, not the table's nor the jobs due later's."""
     if len(queues) == 1:
-        statement, index = mariadb.CLAIM_ONE_QUEUE, "jobs_claim"
+        statements, index = [mariadb.CLAIM_ONE_QUEUE, mariadb.CLAIM_ONE_QUEUE_AFTER], "jobs_claim"
     else:
-        statement, index = (
-            mariadb.CLAIM_QUEUES.format(queues=", ".join(["%s"] * len(queues))),
-            "jobs_claim_any",
-        )
+        several = ", ".join(["%s"] * len(queues))
+        statements = [
+            mariadb.CLAIM_QUEUES.format(queues=several),
+            mariadb.CLAIM_QUEUES_AFTER.format(queues=several),
+        ]
+        index = "jobs_claim_any"
+    position = Position(0, datetime(2026, 1, 1), 1).params()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE TABLE jobs_job")
         cursor.fetchall()
-        cursor.execute("EXPLAIN FORMAT=JSON " + statement, [*queues, 2])
-        text = cursor.fetchone()[0]
-    plan = json.loads(text)
-    (table,) = plan_tables(plan)
-    assert table["key"] == index, text
-    assert table["access_type"] in ("ref", "range"), text
-    assert table["rows"] < 1_000, text  # the five ready rows' entries, not 20,000 or 40,000
-    assert "filesort" not in text, text
+        for statement, params in zip(statements, [[], position], strict=True):
+            cursor.execute("EXPLAIN FORMAT=JSON " + statement, [*queues, *params, 2])
+            text = cursor.fetchone()[0]
+            (table,) = plan_tables(json.loads(text))
+            assert table["key"] == index, text
+            assert table["access_type"] in ("ref", "range"), text
+            assert table["rows"] < 1_000, text  # the five ready rows' entries, not 20,000 or 40,000
+            assert "filesort" not in text, text
 
 
 @pytest.mark.skipif(not on_mariadb(), reason="a MariaDB session's collation")
@@ -207,9 +211,21 @@ def test_claim__mariadb_reads_the_claim_index_in_order_when_the_sessions_collati
     store.enqueue_many("test.noop", [{} for _ in range(50)])
     several = "%s, %s"
     candidates = {"columns": "id", "excluded": ""}
+    position = Position(0, datetime(2026, 1, 1), 25).params()
     reads = {
         "claim, one queue": (mariadb.CLAIM_ONE_QUEUE, ["default", 2]),
         "claim, several": (mariadb.CLAIM_QUEUES.format(queues=several), ["default", "ai", 2]),
+        # On from a worker's last position, and the jobs up to it (``read_positions``).
+        "claim on, one queue": (mariadb.CLAIM_ONE_QUEUE_AFTER, ["default", *position, 2]),
+        "claim on, several": (
+            mariadb.CLAIM_QUEUES_AFTER.format(queues=several),
+            ["default", "ai", *position, 2],
+        ),
+        "claim ahead, one queue": (mariadb.CLAIM_ONE_QUEUE_UP_TO, ["default", *position, 2]),
+        "claim ahead, several": (
+            mariadb.CLAIM_QUEUES_UP_TO.format(queues=several),
+            ["default", "ai", *position, 2],
+        ),
         # A queue with limits of its own: each of the two reads its candidates are merged from.
         "flow, one queue": (mariadb.FLOW_CANDIDATES_PLAIN_ONE_QUEUE.format(**candidates), ["default", 2]),
         "flow, several": (
