@@ -229,8 +229,9 @@ def sample_depth(now: datetime | None = None) -> bool:
         Job.objects.filter(status=Status.RUNNING).values_list("queue").annotate(n=Count("id")).order_by()
     )
     queues = sorted({*registry.queues(), *running})
+    claimable = driver().claimable()  # the claim indexes' form: jobs due later cost nothing
     due = {
-        queue: Job.objects.filter(status=Status.QUEUED, queue=queue, run_at__lte=now)[:DEPTH_CAP].count()
+        queue: Job.objects.filter(claimable, queue=queue, run_at__lte=now)[:DEPTH_CAP].count()
         for queue in queues
     }
     QueueDepth.objects.bulk_create(

@@ -279,6 +279,11 @@ CLAIM_READY_UNKEYED_SCHEMA_UNDO = (
 )
 #: The failed jobs (the same rows as ``status = 'failed'``), as the failed lists' indexes find them.
 FAILED_LISTED = "`jobs_job`.`failed` = 1"
+#: The queued jobs not due later (``status = 'queued' AND NOT due_later``), as the claim
+#: indexes find them: the plain ones by ``claim_ready``, the keyed ones by ``flow_due``
+#: (MariaDB merges the two indexes' ranges). Led by the status, a count of due jobs read
+#: every queued row, a million jobs due later 1.3 s a queue.
+CLAIMABLE = "(`jobs_job`.`claim_ready` = 1 OR `jobs_job`.`flow_due` = 1)"
 
 # --- sessions ---
 
@@ -847,8 +852,8 @@ VALUES {values}
                     )
                     + rows
                 )
-        last = max((Position(row[7], row[8], row[0]) for row in rows), default=None)
-        self._positions.claimed(queues, last if len(rows) >= limit else None, from_head=from_head)
+        taken = [Position(row[7], row[8], row[0]) for row in rows]
+        self._positions.claimed(queues, limit, taken, from_head=from_head)
         return rows
 
     def _remember(self, jobs: Sequence[ClaimedJob], due: Sequence[datetime], started: datetime) -> None:
@@ -1063,6 +1068,9 @@ VALUES {values}
             with session.cursor() as cursor:
                 for key in taken:
                     cursor.execute(UNLOCK_TIMER_STEP, [key])
+
+    def claimable(self) -> Q:
+        return Q(RawSQL(CLAIMABLE, [], output_field=BooleanField()))  # the claim indexes' (0027)
 
     def failed(self) -> Q:
         return Q(RawSQL(FAILED_LISTED, [], output_field=BooleanField()))  # led by ``failed`` (0026)

@@ -816,6 +816,9 @@ SELECT minute, measure, total,
             ),
         )
 
+    def claimable(self) -> Q:
+        return Q(status=Status.QUEUED, due_later=False)
+
     def failed(self) -> Q:
         return Q(status=Status.FAILED)
 

@@ -579,6 +579,13 @@ class Driver(Protocol):
         """A filter matching the newest job of each key among these types."""
         ...
 
+    def claimable(self) -> Q:
+        """A filter matching the queued jobs that wait for no later time (a job due later
+        is left out until it is promoted), in the form the claim indexes serve, so that
+        jobs due later cost nothing: the due counts of the depth samples, the metrics and
+        flow control's page, which add ``run_at <= now``."""
+        ...
+
     def failed(self) -> Q:
         """A filter matching the failed jobs, in the form the failed lists' indexes serve
         (the admin's failed list, its tile and its bulk actions)."""

@@ -12,7 +12,10 @@ What it costs: a job that becomes due ahead of a worker's position (a more urgen
 priority, or an earlier due time than the jobs being drained, such as a retry promoted
 late) is not seen by that worker's claims from the position; the worker reads from the
 head again once its position is READ_ON_FOR old, or at once when a read from the position
-comes back short. No job is passed over for longer than that.
+comes back short. No job is passed over for longer than that. Only a full claim of at
+least SMALLEST_CLAIM jobs leaves a position: a backlog of short jobs, where purge lags;
+claims of a few jobs (long jobs, ``jobs.testing.drain``'s one at a time) keep strict claim
+order.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import NamedTuple
 #: reads from the head of the index again: a job ahead of the position waits at most this
 #: much longer than strict claim order would have it wait.
 READ_ON_FOR = 0.25
+#: The fewest jobs a full claim takes to leave a position to read on from.
+SMALLEST_CLAIM = 16
 #: Positions kept at most (one per set of queues a lane claims at once).
 POSITIONS_KEPT = 64
 
@@ -63,15 +68,19 @@ class ReadPositions:
             return None
         return kept.position
 
-    def claimed(self, queues: Sequence[str], last: Position | None, *, from_head: bool) -> None:
-        """A claim of ``queues`` ended at ``last``, the last job of a full batch (None: it came
-        back short, nothing is left to read on to); ``from_head``: it read from the head."""
+    def claimed(
+        self, queues: Sequence[str], asked: int, taken: Sequence[Position], *, from_head: bool
+    ) -> None:
+        """A claim of ``queues`` asked for ``asked`` jobs and took those at ``taken``;
+        ``from_head``: it read from the head. A full claim of at least SMALLEST_CLAIM keeps
+        where it ended; any other drops the position (nothing is left to read on to, or the
+        claims are too small to gain from it)."""
         key = tuple(queues)
         kept = self._kept.pop(key, None)
-        if last is None:
+        if asked < SMALLEST_CLAIM or len(taken) < asked:
             return
         now = self._clock()
-        self._kept[key] = _Kept(last, now if from_head or kept is None else kept.head_read_at)
+        self._kept[key] = _Kept(max(taken), now if from_head or kept is None else kept.head_read_at)
         if len(self._kept) > POSITIONS_KEPT:
             for stale in [k for k, v in self._kept.items() if now - v.head_read_at >= READ_ON_FOR]:
                 del self._kept[stale]

@@ -874,6 +874,21 @@ def test_failed__matches_the_failed_jobs_alone(drv):
 
 
 @conformance
+def test_claimable__matches_the_queued_jobs_not_due_later_alone(drv):
+    """On MariaDB the filter names the claim indexes' leading columns (``claim_ready``,
+    ``flow_due``): it still finds every queued job not due later, plain and keyed, and no
+    other."""
+    plain = _insert(drv).pk
+    keyed = _insert(drv, concurrency_key="account:a").pk
+    later = _insert(drv).pk
+    _rows(drv).filter(pk=later).update(run_at=timezone.now() + timedelta(hours=1), due_later=True)
+    for status in Status.values:
+        if status != Status.QUEUED:
+            _rows(drv).filter(pk=_insert(drv).pk).update(status=status)
+    assert sorted(_rows(drv).filter(drv.claimable()).values_list("pk", flat=True)) == [plain, keyed]
+
+
+@conformance
 def test_metrics_snapshot__runs_the_reads_inside_it(drv):
     _insert(drv)
     with drv.metrics_snapshot(5_000):

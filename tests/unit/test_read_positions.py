@@ -1,12 +1,18 @@
 """Where a worker's plain claims stopped (MariaDB reads on from there): kept per set of
-queues for READ_ON_FOR seconds after the last read from the head, dropped by a short
-claim, and bounded in number."""
+queues from a full claim of at least SMALLEST_CLAIM jobs, for READ_ON_FOR seconds after the
+last read from the head; dropped by any other claim; bounded in number."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from jobs.drivers.read_positions import POSITIONS_KEPT, READ_ON_FOR, Position, ReadPositions
+from jobs.drivers.read_positions import (
+    POSITIONS_KEPT,
+    READ_ON_FOR,
+    SMALLEST_CLAIM,
+    Position,
+    ReadPositions,
+)
 
 
 class Clock:
@@ -17,24 +23,37 @@ class Clock:
 
 
 AT = Position(0, datetime(2026, 12, 6), 7)
+FULL = [AT._replace(id=number) for number in range(SMALLEST_CLAIM)]  # a full claim, ending at id 15
+END = FULL[-1]
 
 
 def test_a_position_lasts_read_on_for_after_the_read_from_the_head():
     clock = Clock()
     positions = ReadPositions(clock)
     assert positions.position(["default"]) is None
-    positions.claimed(["default"], AT, from_head=True)
+    positions.claimed(["default"], SMALLEST_CLAIM, FULL, from_head=True)
+    assert positions.position(["default"]) == END
     clock.now = READ_ON_FOR / 2
-    positions.claimed(["default"], AT._replace(id=9), from_head=False)  # read on: its age stays
-    assert positions.position(["default"]) == AT._replace(id=9)
+    on = [AT._replace(id=100 + number) for number in range(SMALLEST_CLAIM)]
+    positions.claimed(["default"], SMALLEST_CLAIM, on, from_head=False)  # read on: its age stays
+    assert positions.position(["default"]) == on[-1]
     clock.now = READ_ON_FOR
     assert positions.position(["default"]) is None
 
 
-def test_a_short_claim_drops_the_position():
+def test_the_position_is_the_last_in_claim_order():
     positions = ReadPositions(Clock())
-    positions.claimed(["default"], AT, from_head=True)
-    positions.claimed(["default"], None, from_head=True)
+    taken = [*FULL[1:], Position(-100, datetime(2026, 12, 7), 1)]  # a critical job, later and lower id
+    positions.claimed(["default"], SMALLEST_CLAIM, taken, from_head=True)
+    assert positions.position(["default"]) == END  # priority first, then due time, then id
+
+
+def test_a_short_claim_or_a_small_one_drops_the_position():
+    positions = ReadPositions(Clock())
+    positions.claimed(["default"], SMALLEST_CLAIM, FULL, from_head=True)
+    positions.claimed(["default"], SMALLEST_CLAIM + 1, FULL, from_head=True)  # short
+    assert positions.position(["default"]) is None
+    positions.claimed(["default"], SMALLEST_CLAIM - 1, FULL[1:], from_head=True)  # full, but small
     assert positions.position(["default"]) is None
 
 
@@ -43,12 +62,10 @@ def test_the_parameters_compare_priority_then_due_time_then_id():
 
 
 def test_no_more_than_positions_kept_are_kept():
-    clock = Clock()
-    positions = ReadPositions(clock)
+    positions = ReadPositions(Clock())
     for number in range(POSITIONS_KEPT + 10):
-        positions.claimed([f"q{number}"], AT, from_head=True)
+        positions.claimed([f"q{number}"], SMALLEST_CLAIM, FULL, from_head=True)
     assert positions.position(["q0"]) is None  # the oldest went first
-    assert positions.position([f"q{POSITIONS_KEPT + 9}"]) == AT
-    assert (
-        sum(positions.position([f"q{n}"]) is not None for n in range(POSITIONS_KEPT + 10)) == POSITIONS_KEPT
-    )
+    assert positions.position([f"q{POSITIONS_KEPT + 9}"]) == END
+    kept = sum(positions.position([f"q{n}"]) is not None for n in range(POSITIONS_KEPT + 10))
+    assert kept == POSITIONS_KEPT

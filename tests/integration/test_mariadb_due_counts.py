@@ -1,0 +1,77 @@
+"""MariaDB: the counts of due jobs (the depth samples a worker takes once a minute, the
+metrics, flow control's page) read the queued jobs not due later through the claim indexes
+(``Driver.claimable``), so a million jobs due later cost them nothing; led by the status,
+each queue's count read every queued row."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.models import Count, Min
+from django.utils import timezone
+
+from jobs import rollup, store
+from jobs.drivers import driver
+from jobs.models import Job, QueueDepth
+from tests.support.database import on_mariadb, plan_tables
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not on_mariadb(), reason="MariaDB's claim indexes, led by generated columns"),
+]
+
+CLAIM_INDEXES = {"jobs_claim", "jobs_claim_any", "jobs_claim_keyed", "jobs_claim_keyed_any"}
+
+
+def _due_later(count: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO jobs_job (type, queue, priority, status, payload, run_at, attempts, max_attempts,"
+            " created_at, progress_message, error, message, earlier_attempts, due_later)"
+            f" SELECT 'test.noop', 'default', -50, 'queued', '{{}}', NOW(6) + INTERVAL 1 DAY, 0, 3, NOW(6),"
+            f" '', '', '', 0, 1 FROM seq_1_to_{int(count)}"
+        )
+        cursor.execute("ANALYZE TABLE jobs_job")
+        cursor.fetchall()
+
+
+def _keys(node: Any) -> set[str]:
+    """Every index a plan's table reads (an index merge reads several)."""
+    if isinstance(node, dict):
+        found = {node["key"]} if isinstance(node.get("key"), str) else set()
+        return found.union(*(_keys(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_keys(value) for value in node))
+    return set()
+
+
+def _plan(rows) -> dict[str, Any]:
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN FORMAT=JSON " + sql, params)
+        (table,) = plan_tables(json.loads(cursor.fetchone()[0]))
+    return table
+
+
+def test_the_due_counts_read_the_claim_indexes_not_the_jobs_due_later():
+    _due_later(5_000)
+    plain = [store.enqueue("test.noop", {}).pk for _ in range(3)]
+    keyed = store.enqueue("test.flow_key", {"account": "a"}).pk
+    now = timezone.now()
+    due = Job.objects.filter(driver().claimable(), run_at__lte=now)
+    reads = {
+        "depth sample": due.filter(queue="default")[: rollup.DEPTH_CAP],
+        "metrics": due.values("queue").annotate(count=Count("id"), oldest=Min("run_at")).order_by(),
+    }
+    for name, rows in reads.items():
+        table = _plan(rows)
+        assert table["access_type"] != "ALL", (name, table)
+        assert _keys(table) and _keys(table) <= CLAIM_INDEXES, (name, table)
+        assert table["rows"] < 1_000, (name, table)  # the due jobs' entries, not the 5,000 due later
+    assert sorted(due.values_list("pk", flat=True)) == sorted([*plain, keyed])
+
+    assert rollup.sample_depth(now)
+    assert QueueDepth.objects.get(queue="default").due == 4  # three plain, one keyed; none due later
