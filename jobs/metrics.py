@@ -163,10 +163,10 @@ def measure(now: datetime | None = None, *, failures: bool = True) -> Figures:
     with _snapshot():
         now = now or timezone.now()
         queues = registry.queues()
-        # Served by the claim indexes (``claimable``): finished rows and jobs due later cost
-        # nothing.
+        # Served by the indexes of queued jobs (``Driver.due``): finished rows and jobs due
+        # later cost nothing.
         due_rows = (
-            Job.objects.filter(driver().claimable(), run_at__lte=now)
+            Job.objects.filter(driver().due(now))
             .values("queue")
             .annotate(count=Count("id"), oldest=Min("run_at"))
             .order_by()

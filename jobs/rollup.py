@@ -229,11 +229,8 @@ def sample_depth(now: datetime | None = None) -> bool:
         Job.objects.filter(status=Status.RUNNING).values_list("queue").annotate(n=Count("id")).order_by()
     )
     queues = sorted({*registry.queues(), *running})
-    claimable = driver().claimable()  # the claim indexes' form: jobs due later cost nothing
-    due = {
-        queue: Job.objects.filter(claimable, queue=queue, run_at__lte=now)[:DEPTH_CAP].count()
-        for queue in queues
-    }
+    due_now = driver().due(now)  # read so that jobs due later cost nothing
+    due = {queue: Job.objects.filter(due_now, queue=queue)[:DEPTH_CAP].count() for queue in queues}
     QueueDepth.objects.bulk_create(
         [
             QueueDepth(minute=minute, queue=queue, due=due[queue], running=running.get(queue, 0))

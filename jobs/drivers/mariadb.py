@@ -279,11 +279,15 @@ CLAIM_READY_UNKEYED_SCHEMA_UNDO = (
 )
 #: The failed jobs (the same rows as ``status = 'failed'``), as the failed lists' indexes find them.
 FAILED_LISTED = "`jobs_job`.`failed` = 1"
-#: The queued jobs not due later (``status = 'queued' AND NOT due_later``), as the claim
-#: indexes find them: the plain ones by ``claim_ready``, the keyed ones by ``flow_due``
-#: (MariaDB merges the two indexes' ranges). Led by the status, a count of due jobs read
-#: every queued row, a million jobs due later 1.3 s a queue.
-CLAIMABLE = "(`jobs_job`.`claim_ready` = 1 OR `jobs_job`.`flow_due` = 1)"
+#: The queued jobs due by a moment (``status = 'queued' AND run_at <= %s``), as the indexes
+#: that hold only queued jobs find them: the claim indexes (``claim_ready``, ``flow_due``)
+#: the jobs not due later, ``jobs_due_later`` (``due_at``: run_at while due later) those not
+#: promoted yet; MariaDB merges the three indexes' ranges. Led by the status, a count of
+#: due jobs read every queued row: a million jobs due later, 1.3 s a queue.
+DUE_BY = (
+    "(`jobs_job`.`claim_ready` = 1 OR `jobs_job`.`flow_due` = 1 OR `jobs_job`.`due_at` <= %s)"
+    " AND `jobs_job`.`run_at` <= %s"
+)
 
 # --- sessions ---
 
@@ -1069,8 +1073,9 @@ VALUES {values}
                 for key in taken:
                     cursor.execute(UNLOCK_TIMER_STEP, [key])
 
-    def claimable(self) -> Q:
-        return Q(RawSQL(CLAIMABLE, [], output_field=BooleanField()))  # the claim indexes' (0027)
+    def due(self, now: datetime) -> Q:
+        moment = now.astimezone(UTC).replace(tzinfo=None)  # the columns hold UTC without a zone
+        return Q(RawSQL(DUE_BY, [moment, moment], output_field=BooleanField()))
 
     def failed(self) -> Q:
         return Q(RawSQL(FAILED_LISTED, [], output_field=BooleanField()))  # led by ``failed`` (0026)

@@ -816,8 +816,8 @@ SELECT minute, measure, total,
             ),
         )
 
-    def claimable(self) -> Q:
-        return Q(status=Status.QUEUED, due_later=False)
+    def due(self, now: datetime) -> Q:
+        return Q(status=Status.QUEUED, run_at__lte=now)
 
     def failed(self) -> Q:
         return Q(status=Status.FAILED)

@@ -579,11 +579,12 @@ class Driver(Protocol):
         """A filter matching the newest job of each key among these types."""
         ...
 
-    def claimable(self) -> Q:
-        """A filter matching the queued jobs that wait for no later time (a job due later
-        is left out until it is promoted), in the form the claim indexes serve, so that
-        jobs due later cost nothing: the due counts of the depth samples, the metrics and
-        flow control's page, which add ``run_at <= now``."""
+    def due(self, now: datetime) -> Q:
+        """A filter matching the queued jobs whose run_at has come by ``now`` (those due
+        later whose time has come but that no worker has promoted yet included), in the form
+        the claim indexes and the index of jobs due later serve, so that jobs due later
+        cost nothing: the due counts of the depth samples, the metrics (a fleet scaled to
+        nothing still sees its backlog) and flow control's page."""
         ...
 
     def failed(self) -> Q:

@@ -86,7 +86,7 @@ def snapshot(queues: Iterable[str] = ()) -> Snapshot:
     in_force = current()
     configured = settings_limits()
     due_by_queue = dict(
-        Job.objects.filter(driver().claimable(), run_at__lte=now)
+        Job.objects.filter(driver().due(now))
         .values("queue")
         .annotate(n=Count("id"))
         .order_by()
@@ -152,7 +152,7 @@ def _type_usage(
     )
     mine = [key for _, type_name, key in running_rows if type_name == job_type.name]
     usage.running = len(mine)
-    due = Job.objects.filter(driver().claimable(), type=job_type.name, run_at__lte=now)
+    due = Job.objects.filter(driver().due(now), type=job_type.name)
     held = Q(pk__in=[])
     if limits.concurrency_key is None and limits.rate_key is None:
         gate = _windows([type_key(job_type.name)]).get(type_key(job_type.name), Window())

@@ -874,18 +874,21 @@ def test_failed__matches_the_failed_jobs_alone(drv):
 
 
 @conformance
-def test_claimable__matches_the_queued_jobs_not_due_later_alone(drv):
-    """On MariaDB the filter names the claim indexes' leading columns (``claim_ready``,
-    ``flow_due``): it still finds every queued job not due later, plain and keyed, and no
-    other."""
+def test_due__matches_the_queued_jobs_whose_time_has_come_alone(drv):
+    """On MariaDB the filter names the columns that lead the indexes of queued jobs
+    (``claim_ready``, ``flow_due``, ``due_at``): it still finds every queued job due by
+    then, plain, keyed, or due later and not promoted yet, and no other."""
+    now = timezone.now()
     plain = _insert(drv).pk
     keyed = _insert(drv, concurrency_key="account:a").pk
-    later = _insert(drv).pk
-    _rows(drv).filter(pk=later).update(run_at=timezone.now() + timedelta(hours=1), due_later=True)
+    unpromoted, later = _insert(drv).pk, _insert(drv).pk
+    _rows(drv).filter(pk=unpromoted).update(run_at=now - timedelta(seconds=1), due_later=True)
+    _rows(drv).filter(pk=later).update(run_at=now + timedelta(hours=1), due_later=True)
     for status in Status.values:
         if status != Status.QUEUED:
             _rows(drv).filter(pk=_insert(drv).pk).update(status=status)
-    assert sorted(_rows(drv).filter(drv.claimable()).values_list("pk", flat=True)) == [plain, keyed]
+    due = _rows(drv).filter(drv.due(now + timedelta(seconds=1))).values_list("pk", flat=True)
+    assert sorted(due) == [plain, keyed, unpromoted]
 
 
 @conformance

@@ -1,11 +1,13 @@
 """MariaDB: the counts of due jobs (the depth samples a worker takes once a minute, the
-metrics, flow control's page) read the queued jobs not due later through the claim indexes
-(``Driver.claimable``), so a million jobs due later cost them nothing; led by the status,
-each queue's count read every queued row."""
+metrics, flow control's page) read the queued jobs through the indexes that hold only them
+(``Driver.due``: the claim indexes, and ``jobs_due_later`` for the jobs due later whose time
+has come), so a million jobs due later cost them nothing; led by the status, each queue's
+count read every queued row."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,7 +25,13 @@ pytestmark = [
     pytest.mark.skipif(not on_mariadb(), reason="MariaDB's claim indexes, led by generated columns"),
 ]
 
-CLAIM_INDEXES = {"jobs_claim", "jobs_claim_any", "jobs_claim_keyed", "jobs_claim_keyed_any"}
+QUEUED_INDEXES = {
+    "jobs_claim",
+    "jobs_claim_any",
+    "jobs_claim_keyed",
+    "jobs_claim_keyed_any",
+    "jobs_due_later",
+}
 
 
 def _due_later(count: int) -> None:
@@ -60,8 +68,10 @@ def test_the_due_counts_read_the_claim_indexes_not_the_jobs_due_later():
     _due_later(5_000)
     plain = [store.enqueue("test.noop", {}).pk for _ in range(3)]
     keyed = store.enqueue("test.flow_key", {"account": "a"}).pk
+    unpromoted = store.enqueue("test.noop", {}, run_at=timezone.now() + timedelta(hours=1)).pk
+    Job.objects.filter(pk=unpromoted).update(run_at=timezone.now())  # its time came; not promoted yet
     now = timezone.now()
-    due = Job.objects.filter(driver().claimable(), run_at__lte=now)
+    due = Job.objects.filter(driver().due(now))
     reads = {
         "depth sample": due.filter(queue="default")[: rollup.DEPTH_CAP],
         "metrics": due.values("queue").annotate(count=Count("id"), oldest=Min("run_at")).order_by(),
@@ -69,9 +79,10 @@ def test_the_due_counts_read_the_claim_indexes_not_the_jobs_due_later():
     for name, rows in reads.items():
         table = _plan(rows)
         assert table["access_type"] != "ALL", (name, table)
-        assert _keys(table) and _keys(table) <= CLAIM_INDEXES, (name, table)
+        assert _keys(table) and _keys(table) <= QUEUED_INDEXES, (name, table)
         assert table["rows"] < 1_000, (name, table)  # the due jobs' entries, not the 5,000 due later
-    assert sorted(due.values_list("pk", flat=True)) == sorted([*plain, keyed])
+    assert sorted(due.values_list("pk", flat=True)) == sorted([*plain, keyed, unpromoted])
 
     assert rollup.sample_depth(now)
-    assert QueueDepth.objects.get(queue="default").due == 4  # three plain, one keyed; none due later
+    # Three plain, one keyed, the one not promoted yet; none of those due later.
+    assert QueueDepth.objects.get(queue="default").due == 5
