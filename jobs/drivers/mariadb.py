@@ -815,9 +815,8 @@ VALUES {values}
         # Two statements in one short transaction: the locking read, the UPDATE.
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
             if leased is not None:
-                until = leased.until.astimezone(UTC).replace(
-                    tzinfo=None
-                )  # the columns hold UTC without a zone
+                # (The columns hold UTC without a zone.)
+                until = leased.until.astimezone(UTC).replace(tzinfo=None)
                 lease = [leased.type, leased.concurrency_key, leased.rate_key, until]
                 rows = _locked(cursor, CLAIM_ONE_QUEUE_LEASED, CLAIM_QUEUES_LEASED, queues, lease, limit)
             else:
@@ -840,22 +839,18 @@ VALUES {values}
         last claim of ``queues`` stopped while that position is fresh, then the jobs up to it
         if that came back short; from the head otherwise. Keeps where it stopped."""
         position = self._positions.position(queues)
-        from_head = position is None
         if position is None:
             rows = _locked(cursor, CLAIM_ONE_QUEUE, CLAIM_QUEUES, queues, [], limit)
+            from_head = True
         else:
-            rows = _locked(
-                cursor, CLAIM_ONE_QUEUE_AFTER, CLAIM_QUEUES_AFTER, queues, position.params(), limit
-            )
+            after = position.params()
+            rows = _locked(cursor, CLAIM_ONE_QUEUE_AFTER, CLAIM_QUEUES_AFTER, queues, after, limit)
             from_head = len(rows) < limit
             if from_head:  # the jobs ahead of the position too, before the ones after it
-                ahead = limit - len(rows)
-                rows = (
-                    _locked(
-                        cursor, CLAIM_ONE_QUEUE_UP_TO, CLAIM_QUEUES_UP_TO, queues, position.params(), ahead
-                    )
-                    + rows
+                ahead = _locked(
+                    cursor, CLAIM_ONE_QUEUE_UP_TO, CLAIM_QUEUES_UP_TO, queues, after, limit - len(rows)
                 )
+                rows = ahead + rows
         taken = [Position(row[7], row[8], row[0]) for row in rows]
         self._positions.claimed(queues, limit, taken, from_head=from_head)
         return rows
