@@ -419,6 +419,11 @@ UPDATE jobs_job
 _FENCE = "(id IN ({ids}) AND attempts = %s)"
 
 
+def as_stored(moment: datetime) -> datetime:
+    """``moment`` as the columns hold it, for a statement's parameter: UTC without a zone."""
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
 def _locked(
     cursor: Any, one: str, many: str, queues: Sequence[str], params: Sequence[Any], limit: int
 ) -> list[tuple[Any, ...]]:
@@ -815,8 +820,7 @@ VALUES {values}
         # Two statements in one short transaction: the locking read, the UPDATE.
         with transaction.atomic(using=self.alias), self.cursor() as cursor:
             if leased is not None:
-                # (The columns hold UTC without a zone.)
-                until = leased.until.astimezone(UTC).replace(tzinfo=None)
+                until = as_stored(leased.until)
                 lease = [leased.type, leased.concurrency_key, leased.rate_key, until]
                 rows = _locked(cursor, CLAIM_ONE_QUEUE_LEASED, CLAIM_QUEUES_LEASED, queues, lease, limit)
             else:
@@ -913,7 +917,7 @@ VALUES {values}
                 transaction.set_rollback(True, using=self.alias)  # the candidates go back as they were
                 return None
             if rows:
-                stamp = moment(now).replace(tzinfo=None)  # the columns hold UTC without a zone
+                stamp = as_stored(moment(now))
                 ids = [row[0] for row in rows]
                 cursor.execute(
                     FLOW_MARK_CLAIMED.format(ids=placeholders(ids)), [plan.worker, stamp, stamp, *ids]
@@ -956,8 +960,8 @@ VALUES {values}
     ) -> list[ClaimedJob]:
         for job_id, (concurrency_key, rate_key) in rekeyed.items():  # rare: rows older than a limit
             self.jobs().filter(id=job_id).update(concurrency_key=concurrency_key, rate_key=rate_key)
-        # The columns hold UTC without a zone; no clock read (no gate): the statement's.
-        stamp = (at or timezone.now()).astimezone(UTC).replace(tzinfo=None)
+        # No clock read (no gate): the statement's.
+        stamp = as_stored(at or timezone.now())
         with self.cursor() as cursor:
             cursor.execute(FLOW_MARK_CLAIMED.format(ids=placeholders(ids)), [worker, stamp, stamp, *ids])
             cursor.execute(FLOW_CLAIMED_ROWS.format(ids=placeholders(ids)), list(ids))
@@ -1069,8 +1073,8 @@ VALUES {values}
                     cursor.execute(UNLOCK_TIMER_STEP, [key])
 
     def due(self, now: datetime) -> Q:
-        moment = now.astimezone(UTC).replace(tzinfo=None)  # the columns hold UTC without a zone
-        return Q(RawSQL(DUE_BY, [moment, moment], output_field=BooleanField()))
+        stamp = as_stored(now)
+        return Q(RawSQL(DUE_BY, [stamp, stamp], output_field=BooleanField()))
 
     def failed(self) -> Q:
         return Q(RawSQL(FAILED_LISTED, [], output_field=BooleanField()))  # led by ``failed`` (0026)
