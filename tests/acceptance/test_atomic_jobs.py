@@ -106,7 +106,8 @@ def test_workers_killed_again_and_again__every_atomic_jobs_row_exists_exactly_on
     one's commit and its acknowledgement is chance: ``python -m bench.throughput --only
     kill`` counts their duplicates (the test above makes one for certain)."""
     quiet = {"LOG_LEVEL": "WARNING"}  # one log line per job would slow the run down
-    workers = [start_worker("--concurrency", "2", env=quiet) for _ in range(3)]
+    names = [f"fleet-{number}" for number in range(3)]
+    workers = [start_worker("--concurrency", "2", "--name", name, env=quiet) for name in names]
     with transaction.atomic():  # interleaved, so every kill finds both kinds running
         for _ in range(20):
             store.enqueue_many("test.write_atomic", [{"sleep": 0.002} for _ in range(100)])
@@ -124,8 +125,20 @@ def test_workers_killed_again_and_again__every_atomic_jobs_row_exists_exactly_on
             message=f"{done_before_kill} jobs done before kill {kill + 1}",
         )
         slot = kill % len(workers)
+        if kill == 0:
+            # The first kill takes atomic jobs mid-run, however the machine's load spreads the
+            # work: otherwise this run could prove nothing (the last assertion).
+            wait_for(
+                lambda victim=names[slot]: Job.objects.filter(
+                    type="test.write_atomic", status=Status.RUNNING, locked_by=victim
+                ).exists(),
+                timeout=60,
+                interval=0.005,
+                message=f"{names[slot]} to hold atomic jobs",
+            )
         workers[slot].kill_all()
-        workers[slot] = start_worker("--concurrency", "2", env=quiet)  # the fleet replaces the task
+        names[slot] = f"fleet-{len(workers) + kill}"  # the fleet replaces the task
+        workers[slot] = start_worker("--concurrency", "2", "--name", names[slot], env=quiet)
     wait_finished([*atomic, *plain], timeout=300)
 
     assert Job.objects.filter(status=Status.SUCCEEDED).count() == total
