@@ -1,9 +1,11 @@
 """The engine's settings: every one named ``JOBS_*``, declared here once with its default and
 its rule, and read through ``jobs_settings`` (``docs/settings.md``).
 
-Nothing is written onto ``django.conf.settings``: each read asks the project's settings
-when it happens, so ``override_settings`` applies at once, and a project that sets none of
-them runs on the defaults below. ``jobs.checks`` validates the values (``platform.E001``).
+Nothing is written onto ``django.conf.settings``: the first read of each asks the project's
+settings and keeps the value until a setting changes (Django's ``setting_changed``, which
+``override_settings`` and pytest-django's ``settings`` send), so a change applies at once; a
+project that sets none of them runs on the defaults below. ``jobs.checks`` validates the
+values (``platform.E001``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.conf import settings
+from django.core.signals import setting_changed
 
 type Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -74,7 +77,13 @@ class Setting:
         if instance is None:
             return self
         value = self.raw()
-        return self.parse(value) if self.parse is not None else value
+        value = self.parse(value) if self.parse is not None else value
+        # Kept on the instance, where the next read finds it without this descriptor: the
+        # hot paths read settings on every statement, and asking Django's settings for one
+        # a project did not set raises and catches an AttributeError each time (tens of
+        # microseconds of a wake-up, cold). ``_forget`` drops them all when one changes.
+        instance.__dict__[self.name.removeprefix("JOBS_")] = value
+        return value
 
     def raw(self) -> Any:
         """The value as the project set it (or the default)."""
@@ -214,6 +223,16 @@ class JobsSettings:
 
 
 jobs_settings = JobsSettings()
+
+
+def _forget(**kwargs: Any) -> None:
+    """A setting changed (in tests, through ``override_settings`` or pytest-django): the
+    values read so far are read again. Any setting, not just ``JOBS_*`` ones: a setting's old
+    name counts too, and changes happen in tests only."""
+    vars(jobs_settings).clear()
+
+
+setting_changed.connect(_forget, dispatch_uid="jobs.conf.forget")
 
 
 def declared() -> list[Setting]:

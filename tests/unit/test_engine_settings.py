@@ -61,6 +61,14 @@ def test_jobs_settings__reads_the_project_value_when_it_is_asked_for():
     assert after == int(os.environ.get("JOBS_ACK_BATCH", 32))
 
 
+def test_jobs_settings__a_value_kept_from_an_earlier_read_gives_way_to_a_change():
+    before = jobs_settings.ACK_BATCH  # read, and kept
+    with override_settings(JOBS_ACK_BATCH=before + 5):
+        during = jobs_settings.ACK_BATCH
+    after = jobs_settings.ACK_BATCH
+    assert (during, after) == (before + 5, before)
+
+
 def test_jobs_settings__a_left_out_setting_reads_its_default():
     overrides = _without("JOBS_POLL_INTERVAL", "JOBS_WORKER_ASYNC_COMMIT")
     try:
