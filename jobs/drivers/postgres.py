@@ -1035,9 +1035,7 @@ class PostgresDriver(OrmDriver):
         connection or the query log's need changes: a new cursor on each statement cost a
         wake-up some 50 µs on each side (the enqueue, the claim), cold after the process
         idled. Per wrapper, so per thread, as Django's connections are."""
-        connection = self.connection
-        connection.close_if_health_check_failed()
-        connection.ensure_connection()
+        connection = self._checked_connection()
         raw, logged = connection.connection, connection.queries_logged
         kept: _KeptCursor | None = getattr(connection, _KEPT, None)
         if kept is None or kept.raw is not raw or kept.logged != logged:
@@ -1050,10 +1048,15 @@ class PostgresDriver(OrmDriver):
         execute wrappers, the query log under DEBUG) around psycopg's server-side binding
         cursor, preparing each statement unless ``JOBS_PREPARED_STATEMENTS=false``; the
         connection checked once for them all."""
+        return self._wrapped_cursors(self._checked_connection(), count)
+
+    def _checked_connection(self) -> BaseDatabaseWrapper:
+        """The connection, as Django's ``cursor()`` has it before a statement: closed first
+        if its health check failed (``CONN_HEALTH_CHECKS``), and connected."""
         connection = self.connection
         connection.close_if_health_check_failed()
         connection.ensure_connection()
-        return self._wrapped_cursors(connection, count)
+        return connection
 
     @staticmethod
     def _wrapped_cursors(connection: BaseDatabaseWrapper, count: int) -> list[Any]:
