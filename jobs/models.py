@@ -44,13 +44,20 @@ class Priority(models.IntegerChoices):
     @classmethod
     def named(cls, name: str) -> Priority:
         """The priority called ``name`` (as declared on a job type or given to enqueue)."""
-        try:
-            return cls(PRIORITIES[name])
-        except KeyError:
-            raise ValueError(f"Unknown priority {name!r}; use one of {', '.join(PRIORITIES)}.") from None
+        return cls(priority_number(name))
 
 
 PRIORITIES: Mapping[str, int] = {member.label: member.value for member in Priority}
+
+
+def priority_number(name: object) -> int:
+    """The stored number of the priority called ``name``, from the names' table (enqueue's
+    path: an enum member looked up by value costs some 30 µs, cold); ValueError naming the
+    four otherwise."""
+    number = PRIORITIES.get(name) if isinstance(name, str) else None
+    if number is None:
+        raise ValueError(f"Unknown priority {name!r}; use one of {', '.join(PRIORITIES)}.")
+    return number
 
 
 class Job(models.Model):
