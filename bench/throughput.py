@@ -26,7 +26,7 @@ import os
 import statistics
 
 from bench.lib import project
-from bench.lib.stats import percentile, summary
+from bench.lib.stats import paired_ratio, percentile, summary
 
 PARTS = [
     "enqueue", "bulk", "drain", "share", "startup", "atomic", "kill", "latency", "idle", "fairness", "recovery",
@@ -246,7 +246,10 @@ def main() -> None:
             )
         print("drain, empty table:        " + summary(empty, "jobs/s"))
         print("drain, 1M due later:       " + summary(waiting, "jobs/s"))
-        print(f"ratio: {statistics.median(waiting) / statistics.median(empty):.2f}")
+        print(
+            f"ratio: {paired_ratio(waiting, empty):.2f} (median of the {args.runs} pairs' ratios; "
+            f"ratio of the medians {statistics.median(waiting) / statistics.median(empty):.2f})"
+        )
     if args.memory:
         early, late = engine.memory(100_000)
         print(
