@@ -194,16 +194,19 @@ class Lane:
             return True
         return self.longest.get(type_name, float("inf")) <= self.borrow_limit
 
-    def may_borrow(self, queue: str) -> bool:
+    def may_borrow(self, queue: str, buffered: set[str] | None = None) -> bool:
         """May ``queue`` take the share's reserved slots now? Only while no other queue of
         the lane may have due jobs (none is pending, none waits in the buffer) and every
         try of the queue seen here was short: the slot it borrows is free again within one
         short job once another queue has work. A claim of such a queue may still bring a
         job of a type not known to be short: it waits for the queue's own slot
-        (``next_batch``)."""
+        (``next_batch``). ``buffered``: the queues of the buffered jobs, when the caller
+        has them already."""
         if self.borrow_limit <= 0 or self.pending - {queue}:
             return False
-        if any(job.queue != queue for job in self.buffer):
+        if buffered is None:
+            buffered = {job.queue for job in self.buffer}
+        if buffered - {queue}:
             return False
         return self.longest_in_queue.get(queue, float("inf")) <= self.borrow_limit
 
@@ -252,18 +255,34 @@ class Lane:
         queue = next((job.queue for job in self.buffer if running.get(job.queue, 0) < share), None)
         if queue is not None:
             return self._take(size, lambda job: job.queue == queue)
-        lender = next((job.queue for job in self.buffer if self._may_lend(job, running)), None)
+        may_lend = self._lending(running)
+        lender = next((job.queue for job in self.buffer if may_lend(job)), None)
         if lender is None:
             return []
-        return self._take(size, lambda job: job.queue == lender and self.known_short(job.type))
+        return self._take(size, lambda job: job.queue == lender and may_lend(job))
 
-    def _may_lend(self, job: ClaimedJob, running: dict[str, int]) -> bool:
-        """May this buffered job run in a reserved slot?"""
-        return (
-            running.get(job.queue, 0) < self.slots
-            and self.known_short(job.type)
-            and self.may_borrow(job.queue)
-        )
+    def _lending(self, running: dict[str, int]) -> Callable[[ClaimedJob], bool]:
+        """Whether a buffered job may run in a reserved slot now: its queue has a slot left
+        and may borrow (``may_borrow``), and its type is known to be short. Each queue and
+        each type is decided once for a pass over the buffer, not once for each job in it:
+        ``may_borrow`` reads the whole buffer, and the buffer holds up to a claim's jobs."""
+        buffered = {job.queue for job in self.buffer}
+        lenders = {
+            queue
+            for queue in buffered
+            if running.get(queue, 0) < self.slots and self.may_borrow(queue, buffered)
+        }
+        short: dict[str, bool] = {}
+
+        def may_lend(job: ClaimedJob) -> bool:
+            if job.queue not in lenders:
+                return False
+            known = short.get(job.type)
+            if known is None:
+                known = short[job.type] = self.known_short(job.type)
+            return known
+
+        return may_lend
 
     def _take(self, size: int, fits: Callable[[ClaimedJob], bool]) -> list[ClaimedJob]:
         batch: list[ClaimedJob] = []
@@ -283,9 +302,8 @@ class Lane:
         if share is None or not self.buffer:
             return len(self.buffer)
         running = self.running()
-        return sum(
-            1 for job in self.buffer if running.get(job.queue, 0) < share or self._may_lend(job, running)
-        )
+        may_lend = self._lending(running)
+        return sum(1 for job in self.buffer if running.get(job.queue, 0) < share or may_lend(job))
 
     # --- batches and prefetch -------------------------------------------------------------
 
