@@ -19,6 +19,7 @@ work than the child finishes within it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import signal
@@ -272,17 +273,8 @@ class Lane:
             for queue in buffered
             if running.get(queue, 0) < self.slots and self.may_borrow(queue, buffered)
         }
-        short: dict[str, bool] = {}
-
-        def may_lend(job: ClaimedJob) -> bool:
-            if job.queue not in lenders:
-                return False
-            known = short.get(job.type)
-            if known is None:
-                known = short[job.type] = self.known_short(job.type)
-            return known
-
-        return may_lend
+        known_short = functools.cache(self.known_short)
+        return lambda job: job.queue in lenders and known_short(job.type)
 
     def _take(self, size: int, fits: Callable[[ClaimedJob], bool]) -> list[ClaimedJob]:
         batch: list[ClaimedJob] = []
